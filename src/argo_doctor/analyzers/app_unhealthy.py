@@ -1,0 +1,184 @@
+"""app-unhealthy: an Application that is not Healthy, and the resources that make it so.
+
+Health of every managed resource is computed from the snapshot with Argo CD's own rules
+(built-in checks and Lua customizations), not just copied from `status.resources`, because
+Argo CD v3 no longer stores per-resource health there by default. Workloads are followed down
+to their pods, with the pods' Warning events and the last lines their crashing containers wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from argo_doctor.analyzers import Analyzer, Context
+from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
+from argo_doctor.health import Health, HealthStatus
+from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
+from argo_doctor.snapshot import Obj
+from argo_doctor.timeutil import parse_time
+
+SEVERITY = {
+    HealthStatus.DEGRADED: Severity.HIGH,
+    HealthStatus.MISSING: Severity.HIGH,
+    HealthStatus.UNKNOWN: Severity.MEDIUM,
+    HealthStatus.PROGRESSING: Severity.LOW,
+    HealthStatus.SUSPENDED: Severity.INFO,
+}
+WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Rollout", "Job"}
+MAX_PODS = 3
+MAX_EVENTS = 5
+DOCS = ("https://argo-cd.readthedocs.io/en/stable/operator-manual/health/",)
+
+
+@dataclass
+class Culprit:
+    """A managed resource that is not Healthy, with what explains it."""
+
+    ref: Ref
+    health: Health
+    obj: Obj | None
+    pods: list[tuple[Obj, Health]] = field(default_factory=list)
+
+
+class AppUnhealthy(Analyzer):
+    """Applications whose health is not Healthy."""
+
+    id = "app-unhealthy"
+    title = "Application is not Healthy"
+
+    def analyze(self, ctx: Context) -> Iterable[Finding]:
+        """One finding per unhealthy Application."""
+        for app in ctx.snap.applications():
+            health = app.status.get("health")
+            raw_status = health.get("status") if isinstance(health, dict) else None
+            if not raw_status or raw_status == HealthStatus.HEALTHY.value:
+                continue
+            try:
+                status = HealthStatus(raw_status)
+            except ValueError:
+                status = HealthStatus.UNKNOWN
+            yield self._finding(ctx, app, status, str(health.get("message") or "") if isinstance(health, dict) else "")
+
+    def _culprits(self, ctx: Context, app: Obj) -> Iterator[Culprit]:
+        seen: set[Ref] = set()
+        entries = ctx.snap.app_resources(app)
+        for entry, live in entries:
+            recorded = entry.get("health")
+            health = ctx.health.assess(live.raw) if live is not None else None
+            if health is None and isinstance(recorded, dict) and recorded.get("status"):
+                try:
+                    health = Health(HealthStatus(recorded["status"]), str(recorded.get("message") or ""))
+                except ValueError:
+                    health = Health(HealthStatus.UNKNOWN, str(recorded.get("message") or ""))
+            if health is None and live is None and entry.get("status") == "OutOfSync":
+                health = Health(HealthStatus.MISSING, "declared in Git but not found in the cluster")
+            ref = Ref(
+                "/".join(p for p in (str(entry.get("group") or ""), str(entry.get("version") or "")) if p),
+                str(entry.get("kind") or ""), str(entry.get("namespace") or ""), str(entry.get("name") or ""),
+            )
+            seen.add(ref)
+            if health is not None and health.status != HealthStatus.HEALTHY:
+                yield self._with_pods(ctx, Culprit(live.ref if live else ref, health, live))
+        if not entries:  # no status.resources: fall back to the tracking label/annotation
+            for obj in ctx.snap.tracked_by(app):
+                health = ctx.health.assess(obj.raw)
+                if health is not None and health.status != HealthStatus.HEALTHY:
+                    yield self._with_pods(ctx, Culprit(obj.ref, health, obj))
+
+    def _with_pods(self, ctx: Context, culprit: Culprit) -> Culprit:
+        if culprit.obj is not None and culprit.obj.kind in WORKLOAD_KINDS:
+            for pod in ctx.snap.pods_of(culprit.obj):
+                pod_health = ctx.health.assess(pod.raw)
+                if pod_health is not None and pod_health.status != HealthStatus.HEALTHY:
+                    culprit.pods.append((pod, pod_health))
+        return culprit
+
+    def _finding(self, ctx: Context, app: Obj, status: HealthStatus, app_message: str) -> Finding:
+        culprits = list(self._culprits(ctx, app))
+        evidence: list[Evidence] = [
+            object_evidence(app, ".status.health", f"{status.value}{': ' + app_message if app_message else ''}",
+                            parse_time(app.status.get("reconciledAt")))
+        ]
+        objects = [app.ref]
+        lines = []
+        for culprit in culprits:
+            objects.append(culprit.ref)
+            line = f"{culprit.ref} is {culprit.health.status.value}"
+            if culprit.health.message:
+                line += f": {culprit.health.message}"
+            lines.append(line)
+            if culprit.obj is not None:
+                evidence.append(object_evidence(culprit.obj, ".status", line))
+            evidence.extend(self._pod_evidence(ctx, culprit, lines))
+        related = {c.ref for c in culprits} | {p.ref for c in culprits for p, _ in c.pods}
+        warnings = [e for e in ctx.snap.events if e.type == "Warning" and e.involved is not None
+                    and any(_same(e.involved, r) for r in related)]
+        evidence.extend(event_evidence(e) for e in warnings[-MAX_EVENTS:])
+        summary = f"Argo CD reports Application {app.namespace}/{app.name} as {status.value}."
+        if lines:
+            summary += f" {plural(len(culprits), 'managed resource')} not Healthy: " + "; ".join(lines) + "."
+        else:
+            summary += " No managed resource in the input explains it (their objects may not have been collected)."
+        return Finding(
+            rule=self.id,
+            severity=SEVERITY.get(status, Severity.MEDIUM),
+            title=f"Application {app.name} is {status.value}"
+            + (f": {culprits[0].ref} {culprits[0].health.status.value}" if culprits else ""),
+            summary=summary,
+            objects=objects,
+            evidence=evidence,
+            remediation=_remediation(app, culprits),
+        )
+
+    def _pod_evidence(self, ctx: Context, culprit: Culprit, lines: list[str]) -> Iterator[Evidence]:
+        shown = culprit.pods[:MAX_PODS]
+        if shown:
+            extra = f" (and {len(culprit.pods) - MAX_PODS} more)" if len(culprit.pods) > MAX_PODS else ""
+            lines.append(
+                f"its {plural(len(culprit.pods), 'pod')} not Healthy{extra}: "
+                + ", ".join(f"{p.name} {h.status.value}{': ' + h.message if h.message else ''}" for p, h in shown)
+            )
+        for pod, health in shown:
+            yield object_evidence(pod, ".status.containerStatuses", f"{health.status.value}: {health.message}")
+            crashed = {
+                str(cs.get("name")) for cs in pod.status.get("containerStatuses") or []
+                if isinstance(cs, dict) and (cs.get("restartCount") or 0) > 0
+            }
+            files = ctx.snap.log_files_of(pod.namespace, pod.name)
+            for container in sorted(crashed):
+                mine = [f for f in files if f.container == container]
+                chosen = next((f for f in mine if f.previous), mine[0] if mine else None)
+                if chosen is not None:
+                    yield from (log_evidence(r) for r in ctx.snap.log_tail(chosen, 3))
+
+
+def _same(a: Ref, b: Ref) -> bool:
+    return a.kind == b.kind and a.name == b.name and a.namespace == b.namespace
+
+
+def _remediation(app: Obj, culprits: list[Culprit]) -> Remediation:
+    crashing = [(c, p) for c in culprits for p, h in c.pods if h.status == HealthStatus.DEGRADED]
+    missing = [c for c in culprits if c.health.status == HealthStatus.MISSING]
+    steps = []
+    command = None
+    if crashing:
+        _, pod = crashing[0]
+        steps.append(
+            "The workload's pods fail on their own: Argo CD applied what Git holds and cannot heal it. Read why "
+            "the container exits (its last log lines are in the evidence), fix the image or configuration in Git, "
+            "and let Argo CD sync the fix."
+        )
+        command = f"kubectl -n {pod.namespace} logs {pod.name} --previous --all-containers"
+    if missing:
+        steps.append(
+            "Resources declared in Git are absent from the cluster: look at the last sync result "
+            f"(`argocd app get {app.namespace}/{app.name} --show-operation`) and sync again."
+        )
+    if not steps:
+        steps.append(
+            "Inspect the resources named above (`kubectl describe`) and the Application's conditions; a custom "
+            "resource without a health check shows as Unknown only if a Lua customization says so."
+        )
+        command = f"argocd app get {app.namespace}/{app.name} --show-operation"
+    return Remediation(text=" ".join(steps), command=command, docs=DOCS)

@@ -1,0 +1,154 @@
+"""The command line: parses options, calls the rest, and turns errors into one line and an exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import msgspec
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from argo_doctor import __version__
+from argo_doctor.engine import health_assessor, run_scan, select_analyzers, signatures_for
+from argo_doctor.errors import ArgoDoctorError
+from argo_doctor.model import Severity
+from argo_doctor.report import REPORTERS
+from argo_doctor.report.json import problem_json
+from argo_doctor.sources import bundle
+
+F = TypeVar("F", bound=Callable[..., Any])
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+SEVERITIES = [s.label for s in sorted(Severity, reverse=True)]
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    click.echo(f"argo-doctor: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _lua_dir_option(func: F) -> F:
+    return click.option(
+        "--lua-dir", "lua_dirs", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Health customizations in Argo CD's resource_customizations layout: DIR/<group>/<Kind>/health.lua.",
+    )(func)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="argo-doctor")
+def main() -> None:
+    """Find out why Argo CD misbehaves, from a bundle, a cluster-info dump or manifest files."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Choice(sorted(REPORTERS)), default="table", show_default=True)
+@click.option(
+    "--fail-on", type=click.Choice([*SEVERITIES, "never"]), default="high", show_default=True,
+    help="Exit 1 when a finding is at least this severe.",
+)
+@click.option("--rule", "rules", multiple=True, help="Run only this rule (repeatable).")
+@click.option("--skip-rule", "skip_rules", multiple=True, help="Do not run this rule (repeatable).")
+@_lua_dir_option
+def scan(
+    paths: tuple[Path, ...], output: str, fail_on: str, rules: tuple[str, ...], skip_rules: tuple[str, ...],
+    lua_dirs: tuple[Path, ...],
+) -> None:
+    """Scan bundles, tarballs, cluster-info dumps or object files, and report findings.
+
+    Exit status: 0 when no finding reaches --fail-on, 1 when one does, 2 for a usage error or
+    unreadable input.
+    """
+    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+        analyzers = select_analyzers(rules, skip_rules)
+        snap = bundle.load(paths, Path(workdir))
+        result = run_scan(snap, analyzers, lua_dirs)
+        REPORTERS[output](result, sys.stdout)
+        sys.stdout.flush()
+    if fail_on != "never" and any(f.severity >= Severity.parse(fail_on) for f in result.findings):
+        sys.exit(EXIT_FINDINGS)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_lua_dir_option
+def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...]) -> None:
+    """Print the health Argo CD would show for every object in the files.
+
+    Lua health customizations come from an argocd-cm ConfigMap among the inputs and from --lua-dir.
+    """
+    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+        snap = bundle.load(paths, Path(workdir))
+        assessor = health_assessor(snap, lua_dirs)
+        rows = []
+        for obj in sorted(snap.all(), key=lambda o: (o.location.split(":")[0], o.kind, o.namespace, o.name)):
+            verdict = assessor.assess(obj.raw)
+            rows.append((obj, verdict))
+        problems = [*snap.problems, *assessor.problems]
+        if output == "json":
+            doc = {
+                "objects": [
+                    {
+                        "apiVersion": o.api_version, "kind": o.kind, "namespace": o.namespace, "name": o.name,
+                        "location": o.location,
+                        "health": {"status": h.status.value, "message": h.message} if h else None,
+                    }
+                    for o, h in rows
+                ],
+                "errors": [problem_json(p) for p in problems],
+            }
+            sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
+            return
+        table = Table("KIND", "NAMESPACE", "NAME", "HEALTH", "MESSAGE", box=None, pad_edge=False)
+        for obj, verdict in rows:
+            table.add_row(
+                escape(obj.kind), escape(obj.namespace), escape(obj.name),
+                verdict.status.value if verdict else "-", escape(verdict.message) if verdict else "",
+            )
+        console = Console(highlight=False)
+        console.print(table)
+        for problem in problems:
+            click.echo(f"argo-doctor: {problem.location}: {problem.message}", err=True)
+
+
+@main.command()
+def rules() -> None:
+    """List the rules (analyzers)."""
+    for analyzer in select_analyzers():
+        click.echo(f"{analyzer.id:28} {analyzer.title}")
+
+
+@main.command()
+@click.option("--rule", "rules_", multiple=True, help="Only the signatures of this rule.")
+def signatures(rules_: tuple[str, ...]) -> None:
+    """Print the literal log needles the engine prefilters on, one per line (for benchmarks)."""
+    with _errors_to_exit():
+        for sig in signatures_for(select_analyzers(rules_)).values():
+            click.echo(sig.needle.decode())
+
+
+class _errors_to_exit:  # noqa: N801 - used as a statement, reads like one
+    """Turn argo-doctor errors into one line and exit 2; anything unexpected into one line and 3."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None or isinstance(exc, SystemExit | click.exceptions.Exit | click.ClickException):
+            return False
+        if isinstance(exc, ArgoDoctorError):
+            _fail(str(exc), exc.exit_code)
+        if isinstance(exc, KeyboardInterrupt):
+            _fail("interrupted", 130)
+        if os.environ.get("ARGO_DOCTOR_DEBUG"):
+            return False
+        _fail(f"internal error: {type(exc).__name__}: {exc} (set ARGO_DOCTOR_DEBUG=1 for the traceback)",
+              EXIT_INTERNAL)
+        return True

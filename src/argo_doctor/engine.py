@@ -1,0 +1,131 @@
+"""The scan engine: one log pass dispatching to analyzers, then the analyzers, then the timeline."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from argo_doctor import knowledge
+from argo_doctor.analyzers import Analyzer, Context, all_analyzers
+from argo_doctor.errors import ConfigError
+from argo_doctor.health import HealthAssessor, LuaHealthScripts
+from argo_doctor.model import Finding, Problem, TimelineEntry
+from argo_doctor.snapshot import Snapshot
+from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_log_file
+from argo_doctor.timeline import build_timeline
+
+BUILTIN_GROUPS = {"", "apps", "batch", "autoscaling", "policy", "extensions"}
+
+
+@dataclass
+class ScanResult:
+    """Everything a reporter needs."""
+
+    snapshot: Snapshot
+    findings: list[Finding]
+    timeline: list[TimelineEntry]
+    problems: list[Problem]
+    stats: ScanStats = field(default_factory=ScanStats)
+
+
+def select_analyzers(only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[Analyzer]:
+    """Fresh analyzer instances, filtered by rule id."""
+    classes = all_analyzers()
+    known = {cls.id for cls in classes}
+    for rule in (*only, *skip):
+        if rule not in known:
+            raise ConfigError(f"unknown rule {rule!r}; known rules: {', '.join(sorted(known))}")
+    return [cls() for cls in classes if (not only or cls.id in only) and cls.id not in skip]
+
+
+def signatures_for(analyzers: list[Analyzer]) -> dict[str, LogSignature]:
+    """The log signatures the given analyzers asked for, by id."""
+    table = knowledge.log_signatures()
+    wanted: dict[str, LogSignature] = {}
+    for analyzer in analyzers:
+        for sig_id in analyzer.signatures:
+            if sig_id not in table:
+                raise ConfigError(f"analyzer {analyzer.id} asks for unknown log signature {sig_id!r}")
+            wanted[sig_id] = table[sig_id]
+    return wanted
+
+
+def health_assessor(snap: Snapshot, lua_dirs: tuple[Path, ...] = ()) -> HealthAssessor:
+    """A HealthAssessor with the Lua customizations of argocd-cm, then of each `--lua-dir`."""
+    scripts = LuaHealthScripts.from_argocd_cm(snap.settings.cm)
+    for folder in lua_dirs:
+        scripts = scripts.merged(LuaHealthScripts.from_dir(folder))
+    return HealthAssessor(scripts)
+
+
+def run_scan(snap: Snapshot, analyzers: list[Analyzer], lua_dirs: tuple[Path, ...] = ()) -> ScanResult:
+    """Run the log pass and every analyzer over a snapshot."""
+    stats = ScanStats()
+    _log_pass(snap, analyzers, stats)
+    ctx = Context(snap, health_assessor(snap, lua_dirs))
+    findings: list[Finding] = []
+    for analyzer in analyzers:
+        try:
+            findings.extend(analyzer.analyze(ctx))
+        except Exception as exc:  # noqa: BLE001 - one broken analyzer must not lose the others
+            snap.problems.append(Problem(f"analyzer {analyzer.id}", f"internal error: {type(exc).__name__}: {exc}"))
+    snap.problems.extend(Problem(p.location, p.message) for p in ctx.health.problems)
+    snap.problems.extend(unknown_kinds(snap))
+    findings.sort(key=lambda f: (-f.severity, f.rule, f.title))
+    return ScanResult(snap, findings, build_timeline(snap, findings), _dedupe(snap.problems), stats)
+
+
+def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> None:
+    wanted = signatures_for(analyzers)
+    if not wanted:
+        return
+    listeners: dict[str, list[Analyzer]] = defaultdict(list)
+    for analyzer in analyzers:
+        for sig_id in analyzer.signatures:
+            listeners[sig_id].append(analyzer)
+
+    def dispatch(sig: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
+        for analyzer in listeners[sig.id]:
+            analyzer.on_log(sig, record, match)
+
+    reference = snap.reference_time
+    for log_file in snap.log_files:
+        component = snap.component_of_pod(log_file.namespace, log_file.pod)
+        applicable = [s for s in wanted.values() if s.applies_to(component)]
+        if applicable:
+            scan_log_file(log_file, applicable, dispatch, snap.problems, reference, stats)
+
+
+def unknown_kinds(snap: Snapshot) -> list[Problem]:
+    """One problem per kind that neither Kubernetes, Argo nor a CRD in the input defines."""
+    defined: set[tuple[str, str]] = set()
+    for crd in snap.of_kind("CustomResourceDefinition", "apiextensions.k8s.io"):
+        names = crd.spec.get("names")
+        if isinstance(names, dict):
+            defined.add((str(crd.spec.get("group") or ""), str(names.get("kind") or "")))
+    problems = []
+    for group, kind in sorted(snap.kinds()):
+        builtin = group in BUILTIN_GROUPS or group.endswith(".k8s.io") or group.endswith(".argoproj.io")
+        if builtin or group == "argoproj.io" or (group, kind) in defined:
+            continue
+        objs = snap.of_kind(kind, group)
+        problems.append(
+            Problem(
+                objs[0].location,
+                f"unknown kind {kind} ({objs[0].api_version}), {len(objs)} object(s): no CustomResourceDefinition "
+                "for it in the input; indexed but no check knows it",
+            )
+        )
+    return problems
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[Problem] = set()
+    result = []
+    for problem in problems:
+        if problem not in seen:
+            seen.add(problem)
+            result.append(problem)
+    return result

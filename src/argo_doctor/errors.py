@@ -1,0 +1,21 @@
+"""The small error hierarchy of argo-doctor; the CLI turns each into one line and an exit code."""
+
+from __future__ import annotations
+
+
+class ArgoDoctorError(Exception):
+    """Base of every error argo-doctor raises on purpose."""
+
+    exit_code = 2
+
+
+class InputError(ArgoDoctorError):
+    """An input the user named cannot be read at all (missing path, unsafe or broken archive)."""
+
+
+class UnsafeArchiveError(InputError):
+    """A tarball entry would escape the extraction root, or is a device, FIFO or outside link."""
+
+
+class ConfigError(ArgoDoctorError):
+    """An option or configuration value is invalid."""

@@ -1,0 +1,88 @@
+"""The JSON output: a stable contract documented in docs/json-output.md (schemaVersion 1)."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+import msgspec
+
+from argo_doctor import __version__
+from argo_doctor.engine import ScanResult
+from argo_doctor.model import Evidence, Finding, Problem, Ref, TimelineEntry
+from argo_doctor.timeutil import format_time
+
+SCHEMA_VERSION = 1
+
+
+def ref_json(ref: Ref) -> dict[str, str]:
+    """A Ref as `{apiVersion, kind, namespace, name}`."""
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
+
+
+def evidence_json(item: Evidence) -> dict[str, Any]:
+    """One evidence item."""
+    return {"kind": item.kind, "time": format_time(item.time), "location": item.location, "excerpt": item.excerpt}
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    """One finding."""
+    remediation: dict[str, Any] = {"text": finding.remediation.text, "docs": list(finding.remediation.docs)}
+    if finding.remediation.patch is not None:
+        remediation["patch"] = finding.remediation.patch
+    if finding.remediation.command is not None:
+        remediation["command"] = finding.remediation.command
+    return {
+        "id": finding.id,
+        "rule": finding.rule,
+        "severity": finding.severity.label,
+        "title": finding.title,
+        "summary": finding.summary,
+        "objects": [ref_json(r) for r in finding.objects],
+        "evidence": [evidence_json(e) for e in finding.evidence],
+        "remediation": remediation,
+    }
+
+
+def timeline_json(entry: TimelineEntry) -> dict[str, Any]:
+    """One timeline entry."""
+    return {
+        "time": format_time(entry.time),
+        "component": entry.component,
+        "kind": entry.kind,
+        "location": entry.location,
+        "excerpt": entry.excerpt,
+        "findings": list(entry.findings),
+    }
+
+
+def problem_json(problem: Problem) -> dict[str, str]:
+    """One input error."""
+    return {"location": problem.location, "message": problem.message}
+
+
+def document(result: ScanResult) -> dict[str, Any]:
+    """The whole JSON document."""
+    snap = result.snapshot
+    cluster = snap.meta.get("cluster")
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "tool": {"name": "argo-doctor", "version": __version__},
+        "source": {
+            "inputs": snap.source,
+            "format": snap.meta.get("format", "files"),
+            "collectedAt": format_time(snap.reference_time) if snap.meta.get("collectedAt") else None,
+            "cluster": cluster if isinstance(cluster, dict) else None,
+            "objects": len(snap),
+            "logFiles": len(snap.log_files),
+            "auditFiles": len(snap.audit_files),
+        },
+        "findings": [finding_json(f) for f in result.findings],
+        "timeline": [timeline_json(t) for t in result.timeline],
+        "errors": [problem_json(p) for p in result.problems],
+    }
+
+
+def render(result: ScanResult, out: IO[str]) -> None:
+    """Write the JSON document, pretty-printed."""
+    out.write(msgspec.json.format(msgspec.json.encode(document(result)), indent=2).decode())
+    out.write("\n")

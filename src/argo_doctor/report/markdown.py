@@ -1,0 +1,50 @@
+"""Markdown output, for tickets and chat."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from argo_doctor.engine import ScanResult
+from argo_doctor.timeutil import format_time
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(result: ScanResult, out: IO[str]) -> None:
+    """Write the findings, the timeline and input errors as Markdown."""
+    out.write(f"# argo-doctor report\n\nSource: `{result.snapshot.source}` — {len(result.findings)} finding(s)\n\n")
+    for finding in result.findings:
+        out.write(f"## [{finding.severity.label.upper()}] {finding.title}\n\n")
+        out.write(f"*Rule* `{finding.rule}` · *id* `{finding.id}`\n\n{finding.summary}\n\n")
+        if finding.objects:
+            out.write("**Objects:** " + ", ".join(f"`{r}`" for r in finding.objects) + "\n\n")
+        if finding.evidence:
+            out.write("**Evidence**\n\n| time | kind | location | excerpt |\n|---|---|---|---|\n")
+            for item in finding.evidence:
+                out.write(
+                    f"| {format_time(item.time) or ''} | {item.kind} | `{_cell(item.location)}` "
+                    f"| {_cell(item.excerpt)} |\n"
+                )
+            out.write("\n")
+        out.write(f"**Remediation:** {finding.remediation.text}\n\n")
+        if finding.remediation.command:
+            out.write(f"```sh\n{finding.remediation.command}\n```\n\n")
+        if finding.remediation.patch:
+            out.write(f"```yaml\n{finding.remediation.patch}\n```\n\n")
+        for doc in finding.remediation.docs:
+            out.write(f"- <{doc}>\n")
+        out.write("\n")
+    if result.timeline:
+        out.write("## Timeline\n\n| time | component | location | excerpt |\n|---|---|---|---|\n")
+        for entry in result.timeline:
+            out.write(
+                f"| {format_time(entry.time)} | {entry.component} | `{_cell(entry.location)}` "
+                f"| {_cell(entry.excerpt)} |\n"
+            )
+        out.write("\n")
+    if result.problems:
+        out.write("## Input errors\n\n")
+        for problem in result.problems:
+            out.write(f"- `{_cell(problem.location)}`: {_cell(problem.message)}\n")

@@ -1,0 +1,504 @@
+"""The Snapshot: the one thing analyzers see. Indexed objects, ownership, Argo CD settings,
+components, events, and lazily streamed logs and audit records. Times are aware UTC."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from argo_doctor.knowledge import component_rules
+from argo_doctor.model import Problem, Ref
+from argo_doctor.sources.audit import AuditEvent, AuditFile, read_audit_file
+from argo_doctor.sources.logs import LogFile, LogRecord, parse_line
+from argo_doctor.sources.objects import RawObject
+from argo_doctor.sources.redact import redact_object
+from argo_doctor.timeutil import parse_time
+
+ARGOCD_GROUP = "argoproj.io"
+TAIL_BYTES = 64 << 10
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """`apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`)."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+class Obj:
+    """A Kubernetes object with the place it was read from."""
+
+    __slots__ = ("group", "kind", "location", "name", "namespace", "raw")
+
+    def __init__(self, raw: dict[str, Any], location: str) -> None:
+        self.raw = raw
+        self.location = location
+        meta = raw.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        self.kind: str = raw.get("kind") or ""
+        self.group: str = split_api_version(str(raw.get("apiVersion") or ""))[0]
+        self.name: str = str(meta.get("name") or "")
+        self.namespace: str = str(meta.get("namespace") or "")
+
+    @property
+    def api_version(self) -> str:
+        """`group/version`, or `version` for the core group."""
+        return str(self.raw.get("apiVersion") or "")
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """`metadata`, always a dict."""
+        value = self.raw.get("metadata")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """`spec`, always a dict."""
+        value = self.raw.get("spec")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def status(self) -> dict[str, Any]:
+        """`status`, always a dict."""
+        value = self.raw.get("status")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """`metadata.labels`, always a dict."""
+        value = self.meta.get("labels")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        """`metadata.annotations`, always a dict."""
+        value = self.meta.get("annotations")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def uid(self) -> str:
+        """`metadata.uid`, or empty."""
+        return str(self.meta.get("uid") or "")
+
+    @property
+    def created(self) -> datetime | None:
+        """`metadata.creationTimestamp`."""
+        return parse_time(self.meta.get("creationTimestamp"))
+
+    @property
+    def ref(self) -> Ref:
+        """A Ref to this object."""
+        return Ref(self.api_version, self.kind, self.namespace, self.name)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """(group, kind, namespace, name): the index key."""
+        return (self.group, self.kind, self.namespace, self.name)
+
+    def owner_references(self) -> list[dict[str, Any]]:
+        """`metadata.ownerReferences`, only well-formed entries."""
+        refs = self.meta.get("ownerReferences")
+        return [r for r in refs if isinstance(r, dict)] if isinstance(refs, list) else []
+
+    def __repr__(self) -> str:
+        return f"Obj({self.ref}, {self.location})"
+
+
+@dataclass(frozen=True)
+class Component:
+    """A component of an Argo installation, as found in the cluster."""
+
+    name: str
+    product: str
+    workload: Obj | None
+    pods: tuple[Obj, ...]
+    image: str | None
+    version: str | None
+
+
+@dataclass(frozen=True)
+class KEvent:
+    """A Kubernetes Event (core/v1 or events.k8s.io/v1), normalised."""
+
+    obj: Obj
+    type: str
+    reason: str
+    message: str
+    involved: Ref | None
+    first: datetime | None
+    last: datetime | None
+    count: int
+    created: datetime | None
+    source_host: str | None
+    reporter: str | None
+
+    @property
+    def time(self) -> datetime | None:
+        """The best time for the event: last seen, else first, else creation."""
+        return self.last or self.first or self.created
+
+
+@dataclass
+class ArgoSettings:
+    """The Argo CD settings ConfigMaps, as plain string maps (empty when absent)."""
+
+    cm: dict[str, str] = field(default_factory=dict)
+    cmd_params: dict[str, str] = field(default_factory=dict)
+    rbac: dict[str, str] = field(default_factory=dict)
+    notifications: dict[str, str] = field(default_factory=dict)
+    namespace: str | None = None
+
+    @property
+    def instance_label_key(self) -> str:
+        """The label Argo CD tracks resources with (`application.instanceLabelKey`)."""
+        return self.cm.get("application.instanceLabelKey") or "app.kubernetes.io/instance"
+
+    def yaml_value(self, key: str) -> Any:
+        """A settings value that holds YAML (e.g. `resource.customizations`), parsed; None if bad."""
+        text = self.cm.get(key)
+        if not text:
+            return None
+        try:
+            return yaml.load(text, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError:
+            return None
+
+
+TRACKING_ANNOTATION = "argocd.argoproj.io/tracking-id"
+SETTINGS_NAMES = {
+    "argocd-cm": "cm",
+    "argocd-cmd-params-cm": "cmd_params",
+    "argocd-rbac-cm": "rbac",
+    "argocd-notifications-cm": "notifications",
+}
+
+
+class Snapshot:
+    """Everything known about one installation, indexed for the analyzers."""
+
+    def __init__(self, source: str, meta: Mapping[str, Any] | None = None) -> None:
+        self.source = source
+        self.meta: dict[str, Any] = dict(meta or {})
+        self.problems: list[Problem] = []
+        self.log_files: list[LogFile] = []
+        self.audit_files: list[AuditFile] = []
+        self.roots: list[Path] = []
+        self._objects: dict[tuple[str, str, str, str], Obj] = {}
+        self._by_kind: dict[tuple[str, str], list[Obj]] = defaultdict(list)
+
+    # -- building -------------------------------------------------------------------------
+    def add(self, raw: RawObject) -> None:
+        """Index one object (Secrets are redacted first)."""
+        obj = Obj(redact_object(raw.data), raw.location)
+        key = obj.key
+        previous = self._objects.get(key)
+        self._objects[key] = obj
+        bucket = self._by_kind[(obj.group, obj.kind)]
+        if previous is not None:
+            bucket.remove(previous)
+        bucket.append(obj)
+
+    # -- lookup ---------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def all(self) -> Iterable[Obj]:
+        """Every object."""
+        return self._objects.values()
+
+    def get(self, kind: str, name: str, namespace: str = "", group: str | None = None) -> Obj | None:
+        """One object by kind and name; `group` None matches any group."""
+        if group is not None:
+            return self._objects.get((group, kind, namespace, name))
+        for (g, k), _ in self._by_kind.items():
+            if k == kind:
+                found = self._objects.get((g, k, namespace, name))
+                if found is not None:
+                    return found
+        return None
+
+    def of_kind(self, kind: str, group: str | None = None, namespace: str | None = None) -> list[Obj]:
+        """Every object of a kind (any group when `group` is None), optionally in one namespace."""
+        result: list[Obj] = []
+        for (g, k), objs in self._by_kind.items():
+            if k == kind and (group is None or g == group):
+                result.extend(o for o in objs if namespace is None or o.namespace == namespace)
+        return result
+
+    def kinds(self) -> set[tuple[str, str]]:
+        """Every (group, kind) present."""
+        return {key for key, objs in self._by_kind.items() if objs}
+
+    def resolve(self, ref: Ref) -> Obj | None:
+        """The object a Ref points to."""
+        return self.get(ref.kind, ref.name, ref.namespace, split_api_version(ref.api_version)[0])
+
+    # -- ownership ------------------------------------------------------------------------
+    @cached_property
+    def _by_uid(self) -> dict[str, Obj]:
+        return {o.uid: o for o in self._objects.values() if o.uid}
+
+    @cached_property
+    def _children(self) -> dict[str, list[Obj]]:
+        """Children by owner uid, and by `namespace/kind/name` for owners read without a uid."""
+        children: dict[str, list[Obj]] = defaultdict(list)
+        for obj in self._objects.values():
+            for ref in obj.owner_references():
+                if ref.get("uid"):
+                    children[str(ref["uid"])].append(obj)
+                children[f"{obj.namespace}/{ref.get('kind')}/{ref.get('name')}"].append(obj)
+        return children
+
+    def owner(self, obj: Obj) -> Obj | None:
+        """The controlling owner of an object (by uid, else by kind and name in its namespace)."""
+        refs = obj.owner_references()
+        ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+        if ref is None:
+            return None
+        found = self._by_uid.get(str(ref.get("uid") or ""))
+        if found is not None:
+            return found
+        group = split_api_version(str(ref.get("apiVersion") or ""))[0]
+        return self.get(str(ref.get("kind") or ""), str(ref.get("name") or ""), obj.namespace, group)
+
+    def children(self, obj: Obj, kind: str | None = None) -> list[Obj]:
+        """Objects that name `obj` as an owner (by uid, else by kind and name)."""
+        found = self._children.get(obj.uid, []) if obj.uid else []
+        if not found:
+            found = self._children.get(f"{obj.namespace}/{obj.kind}/{obj.name}", [])
+        return [c for c in found if kind is None or c.kind == kind]
+
+    def pods_of(self, workload: Obj) -> list[Obj]:
+        """Pods of a workload: directly owned, or through its ReplicaSets (Deployment, Rollout)."""
+        if workload.kind == "Pod":
+            return [workload]
+        pods = self.children(workload, "Pod")
+        for rs in self.children(workload, "ReplicaSet"):
+            pods.extend(self.children(rs, "Pod"))
+        return pods
+
+    def workload_of(self, pod: Obj) -> Obj | None:
+        """The top workload of a pod (ReplicaSet → Deployment/Rollout, else the direct owner)."""
+        owner = self.owner(pod)
+        if owner is not None and owner.kind == "ReplicaSet":
+            return self.owner(owner) or owner
+        return owner
+
+    def node_of(self, pod: Obj) -> Obj | None:
+        """The Node object the pod runs on."""
+        name = pod.spec.get("nodeName")
+        return self.get("Node", str(name), "", "") if name else None
+
+    # -- Argo CD --------------------------------------------------------------------------
+    def applications(self) -> list[Obj]:
+        """Every argoproj.io Application."""
+        return self.of_kind("Application", ARGOCD_GROUP)
+
+    @cached_property
+    def settings(self) -> ArgoSettings:
+        """Argo CD settings from its ConfigMaps (found in whatever namespace holds them)."""
+        found = ArgoSettings()
+        for name, attr in SETTINGS_NAMES.items():
+            for cm in self.of_kind("ConfigMap", ""):
+                if cm.name == name:
+                    data = cm.raw.get("data")
+                    setattr(found, attr, {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {})
+                    found.namespace = found.namespace or cm.namespace
+                    break
+        return found
+
+    def app_resources(self, app: Obj) -> list[tuple[dict[str, Any], Obj | None]]:
+        """The resources an Application manages: `status.resources` entries with the live object."""
+        result = []
+        entries = app.status.get("resources")
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            live = self.get(
+                str(entry.get("kind") or ""), str(entry.get("name") or ""),
+                str(entry.get("namespace") or ""), str(entry.get("group") or ""),
+            )
+            result.append((entry, live))
+        return result
+
+    def tracked_by(self, app: Obj) -> list[Obj]:
+        """Objects that carry the Application's tracking label or annotation."""
+        label_key = self.settings.instance_label_key
+        app_ns = app.namespace
+        control_ns = self.settings.namespace
+        names = {app.name, f"{app_ns}_{app.name}"} if app_ns and app_ns != control_ns else {app.name}
+        result = []
+        for obj in self._objects.values():
+            if obj.labels.get(label_key) in names:
+                result.append(obj)
+                continue
+            tracking = obj.annotations.get(TRACKING_ANNOTATION)
+            if tracking and tracking.split(":", 1)[0] in names:
+                result.append(obj)
+        return result
+
+    @cached_property
+    def components(self) -> list[Component]:
+        """Argo components found by their labels (else names), with versions from image tags."""
+        found: list[Component] = []
+        workload_kinds = ("Deployment", "StatefulSet", "DaemonSet")
+        seen_pods: set[tuple[str, str]] = set()
+        for kind in workload_kinds:
+            for workload in self.of_kind(kind, "apps"):
+                name = self.component_name(workload)
+                if name is None:
+                    continue
+                pods = tuple(self.pods_of(workload))
+                seen_pods.update((p.namespace, p.name) for p in pods)
+                found.append(self._component(name, workload, pods))
+        orphans: dict[str, list[Obj]] = defaultdict(list)
+        for pod in self.of_kind("Pod", ""):
+            if (pod.namespace, pod.name) not in seen_pods:
+                name = self.component_name(pod)
+                if name is not None:
+                    orphans[name].append(pod)
+        for name, pods in orphans.items():
+            found.append(self._component(name, None, tuple(pods)))
+        return found
+
+    def _component(self, name: str, workload: Obj | None, pods: tuple[Obj, ...]) -> Component:
+        rule = next(r for r in component_rules() if r.component == name)
+        template = (workload.spec.get("template") or {}).get("spec") if workload else None
+        spec = template if isinstance(template, dict) else (pods[0].spec if pods else {})
+        containers = spec.get("containers") if isinstance(spec, dict) else None
+        image = None
+        if isinstance(containers, list) and containers and isinstance(containers[0], dict):
+            image = str(containers[0].get("image") or "") or None
+        return Component(name, rule.product, workload, pods, image, image_version(image))
+
+    def component_name(self, obj: Obj) -> str | None:
+        """The component an object (workload or pod) belongs to, if any."""
+        labels = obj.labels
+        if obj.kind == "Pod" or not labels:
+            template = obj.spec.get("template")
+            if isinstance(template, dict):
+                tmeta = template.get("metadata")
+                labels = {**labels, **((tmeta or {}).get("labels") or {})} if isinstance(tmeta, dict) else labels
+        values = [labels.get("app.kubernetes.io/name"), labels.get("app")]
+        part_of = labels.get("app.kubernetes.io/part-of")
+        for rule in component_rules():
+            if any(v in rule.labels for v in values if v) and (rule.part_of is None or part_of == rule.part_of):
+                return rule.component
+        for rule in component_rules():
+            if rule.part_of is None and any(obj.name.startswith(p) for p in rule.prefixes):
+                return rule.component
+        return None
+
+    @cached_property
+    def _pod_components(self) -> dict[tuple[str, str], str]:
+        return {(p.namespace, p.name): c.name for c in self.components for p in c.pods}
+
+    def component_of_pod(self, namespace: str, pod: str) -> str | None:
+        """The component a pod belongs to, by its object, else by its name."""
+        found = self._pod_components.get((namespace, pod))
+        if found is not None:
+            return found
+        for rule in component_rules():
+            if rule.part_of is None and any(pod.startswith(p) for p in rule.prefixes):
+                return rule.component
+        return None
+
+    # -- events, audit, time --------------------------------------------------------------
+    @cached_property
+    def events(self) -> list[KEvent]:
+        """Every Event, core/v1 and events.k8s.io/v1, oldest first."""
+        result = [normalise_event(e) for e in self.of_kind("Event")]
+        return sorted(result, key=lambda e: e.time or datetime.min.replace(tzinfo=UTC))
+
+    def audit(self) -> Iterator[AuditEvent]:
+        """Stream every audit record, file by file; problems go to `problems`."""
+        for audit_file in self.audit_files:
+            yield from read_audit_file(audit_file, self.problems)
+
+    def log_files_of(self, namespace: str, pod: str) -> list[LogFile]:
+        """The log files of one pod (every container, current and previous)."""
+        return [f for f in self.log_files if f.namespace == namespace and f.pod == pod]
+
+    def log_tail(self, log_file: LogFile, lines: int = 5) -> list[LogRecord]:
+        """The last non-empty lines of a log, parsed (reads only the end of the file)."""
+        try:
+            with log_file.path.open("rb") as handle:
+                end = log_file.end if log_file.end is not None else handle.seek(0, 2)
+                begin = max(log_file.start, end - TAIL_BYTES)
+                handle.seek(log_file.start)
+                skipped = 0
+                while handle.tell() < begin:
+                    block = handle.read(min(TAIL_BYTES, begin - handle.tell()))
+                    skipped += block.count(b"\n")
+                data = handle.read(end - begin)
+        except OSError as exc:
+            self.problems.append(Problem(log_file.display, f"cannot read: {exc.strerror or exc}"))
+            return []
+        text = data.decode("utf-8", errors="replace").replace("\x00", "")
+        numbered = [
+            (log_file.first_line + skipped + i, line) for i, line in enumerate(text.split("\n")) if line.strip()
+        ]
+        if begin > log_file.start and numbered:
+            numbered = numbered[1:]  # the first line may be cut
+        return [parse_line(line, log_file, number, self.reference_time) for number, line in numbered[-lines:]]
+
+    @cached_property
+    def reference_time(self) -> datetime:
+        """When the snapshot was taken: `collectedAt`, else the newest object timestamp, else now."""
+        collected = parse_time(self.meta.get("collectedAt"))
+        if collected is not None:
+            return collected
+        newest = max((t for t in (o.created for o in self._objects.values()) if t is not None), default=None)
+        return newest or datetime.now(UTC)
+
+
+def image_version(image: str | None) -> str | None:
+    """The tag of an image reference (`quay.io/argoproj/argocd:v2.10.9` → `v2.10.9`)."""
+    if not image:
+        return None
+    image = image.split("@", 1)[0]
+    name, sep, tag = image.rpartition(":")
+    if not sep or "/" in tag:
+        return None
+    return tag
+
+
+def normalise_event(obj: Obj) -> KEvent:
+    """A KEvent from a core/v1 or events.k8s.io/v1 Event object."""
+    raw = obj.raw
+    involved_raw = raw.get("involvedObject") or raw.get("regarding")
+    involved = None
+    if isinstance(involved_raw, dict):
+        involved = Ref(
+            str(involved_raw.get("apiVersion") or ""), str(involved_raw.get("kind") or ""),
+            str(involved_raw.get("namespace") or ""), str(involved_raw.get("name") or ""),
+        )
+    source = raw.get("source") if isinstance(raw.get("source"), dict) else {}
+    series = raw.get("series") if isinstance(raw.get("series"), dict) else {}
+    first = parse_time(raw.get("firstTimestamp")) or parse_time(raw.get("eventTime"))
+    last = (
+        parse_time(raw.get("lastTimestamp"))
+        or parse_time(series.get("lastObservedTime"))
+        or parse_time(raw.get("deprecatedLastTimestamp"))
+        or first
+    )
+    count = raw.get("count") or series.get("count") or raw.get("deprecatedCount") or 1
+    return KEvent(
+        obj=obj,
+        type=str(raw.get("type") or ""),
+        reason=str(raw.get("reason") or ""),
+        message=str(raw.get("message") or raw.get("note") or ""),
+        involved=involved,
+        first=first,
+        last=last,
+        count=int(count) if isinstance(count, int | str) and str(count).isdigit() else 1,
+        created=obj.created,
+        source_host=source.get("host") or None,
+        reporter=raw.get("reportingInstance") or raw.get("reportingController") or source.get("component") or None,
+    )

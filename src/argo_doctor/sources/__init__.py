@@ -1,0 +1,1 @@
+"""Sources turn bundles, dumps, loose files and live clusters into a Snapshot."""

@@ -1,0 +1,199 @@
+"""Read Kubernetes objects from YAML and JSON files as kubectl writes them.
+
+Single documents, multi-document YAML, `kind: List` (and typed `*List`) and JSON are all
+accepted. A malformed document is reported with its file and line, and parsing resumes at
+the next document separator. YAML alias bombs are refused by measuring the expanded size of
+every document that uses anchors before anyone walks it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from argo_doctor.model import Problem
+
+MAX_EXPANDED_NODES = 1_000_000
+"""A document whose aliases expand past this many nodes is refused as an alias bomb."""
+
+OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
+_DOC_SEPARATOR = re.compile(r"^---", re.M)
+_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s\]},]", re.M)
+_JSON_BYTE = re.compile(r"byte (\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class RawObject:
+    """An object as read from a file, with where it came from."""
+
+    data: dict[str, Any]
+    location: str
+
+
+class AliasBomb(ValueError):
+    """A YAML document whose aliases expand beyond the limit, or refer to themselves."""
+
+
+def expanded_size(root: Any, limit: int = MAX_EXPANDED_NODES) -> int:
+    """Count the nodes of `root` as if every shared reference were copied; stop past `limit`."""
+    memo: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: Any) -> int:
+        if not isinstance(node, dict | list):
+            return 1
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise AliasBomb("a YAML alias refers to the node that contains it")
+        active.add(key)
+        children = node.values() if isinstance(node, dict) else node
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > limit:
+                raise AliasBomb(f"YAML aliases expand to more than {limit:,} nodes (alias bomb)")
+        active.discard(key)
+        memo[key] = total
+        return total
+
+    return size(root)
+
+
+def _line_of_offset(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, max(0, offset)) + 1
+
+
+def _decode(data: bytes, display: str, problems: list[Problem]) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = _line_of_offset(data, exc.start)
+        problems.append(
+            Problem(f"{display}:{line}", "not valid UTF-8; undecodable bytes were replaced with U+FFFD")
+        )
+        return data.decode("utf-8", errors="replace")
+
+
+def _yaml_documents(text: str, display: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
+    """Yield (line, document) pairs; on a syntax error, report it and resume at the next `---`."""
+    base_line = 0
+    while True:
+        loader = yaml.CSafeLoader(text)
+        try:
+            while loader.check_node():
+                node = loader.get_node()
+                line = base_line + node.start_mark.line + 1
+                yield line, loader.construct_document(node)
+            return
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            local = mark.line if mark is not None else 0
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            problems.append(Problem(f"{display}:{base_line + local + 1}", f"invalid YAML: {problem}"))
+        except RecursionError:
+            problems.append(Problem(f"{display}:{base_line + 1}", "YAML nested too deeply to read"))
+            return
+        finally:
+            loader.dispose()
+        # Resume at the first document separator after the line of the error.
+        start = _offset_of_line(text, local + 1)
+        match = _DOC_SEPARATOR.search(text, start)
+        if match is None:
+            return
+        base_line += text.count("\n", 0, match.start())
+        text = text[match.start():]
+
+
+def _offset_of_line(text: str, line: int) -> int:
+    """Offset of the start of 0-based `line` in `text` (len(text) if past the end)."""
+    pos = 0
+    for _ in range(line):
+        nxt = text.find("\n", pos)
+        if nxt < 0:
+            return len(text)
+        pos = nxt + 1
+    return pos
+
+
+def _flatten(doc: Any, location: str, problems: list[Problem]) -> Iterator[RawObject]:
+    """Yield the Kubernetes objects in one document, unpacking Lists."""
+    if doc is None:
+        return
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or not doc.get("apiVersion"):
+        problems.append(Problem(location, "not a Kubernetes object (no apiVersion and kind); skipped"))
+        return
+    kind: str = doc["kind"]
+    items = doc.get("items")
+    if kind.endswith("List") and isinstance(items, list):
+        item_kind = kind[: -len("List")] if kind != "List" else None
+        for index, item in enumerate(items):
+            if isinstance(item, dict) and item_kind and not item.get("kind"):
+                item = {"kind": item_kind, "apiVersion": doc["apiVersion"], **item}
+            yield from _flatten(item, f"{location}#items[{index}]", problems)
+        return
+    yield RawObject(doc, location)
+
+
+def read_object_file(path: Path, display: str, problems: list[Problem]) -> Iterator[RawObject]:
+    """Yield every Kubernetes object in one YAML or JSON file; problems go to `problems`."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        problems.append(Problem(display, f"cannot read: {exc.strerror or exc}"))
+        return
+    if not data.strip():
+        problems.append(Problem(f"{display}:1", "empty file: no objects"))
+        return
+    if b"\x00" in data:
+        line = _line_of_offset(data, data.index(b"\x00"))
+        problems.append(Problem(f"{display}:{line}", "binary data (NUL byte) in an object file; skipped"))
+        return
+    stripped = data.lstrip()
+    if path.suffix == ".json" or stripped[:1] in (b"{", b"["):
+        if stripped[:1] in (b"{", b"["):
+            yield from _read_json(data, display, problems)
+            return
+    yield from _read_yaml(data, display, problems)
+
+
+def _read_json(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
+    try:
+        doc = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        found = _JSON_BYTE.search(str(exc))
+        if found:
+            line = _line_of_offset(data, int(found.group(1)))
+        else:  # "truncated": the damage is at the end
+            line = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        problems.append(Problem(f"{display}:{line}", f"invalid JSON: {exc}"))
+        return
+    docs = doc if isinstance(doc, list) else [doc]
+    for doc_item in docs:
+        yield from _flatten(doc_item, f"{display}:1", problems)
+
+
+def _read_yaml(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
+    text = _decode(data, display, problems)
+    anchors = "&" in text and "*" in text and _ANCHOR.search(text) is not None
+    found = False
+    for line, doc in _yaml_documents(text, display, problems):
+        location = f"{display}:{line}"
+        if anchors:
+            try:
+                expanded_size(doc)
+            except AliasBomb as exc:
+                problems.append(Problem(location, f"refused: {exc}"))
+                continue
+        for obj in _flatten(doc, location, problems):
+            found = True
+            yield obj
+    if not found and not any(p.location.startswith(display) for p in problems):
+        problems.append(Problem(f"{display}:1", "no Kubernetes objects in this file"))

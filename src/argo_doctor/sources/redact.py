@@ -1,0 +1,68 @@
+"""Keep secret values out of every output: Secret data, tokens, JWTs and private keys."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from typing import Any
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S),
+        "<redacted private key>",
+    ),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), "<redacted jwt>"),
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), "<redacted github token>"),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "<redacted aws key id>"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{12,}"), r"\1 <redacted>"),
+    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1<redacted>@"),
+    (
+        re.compile(
+            r"(?i)\b(password|passwd|client_?secret|secret|token|api_?key|private_?key)"
+            r"(\s*=\s*|\"\s*:\s*\")([^\s\"'&,;]+)"
+        ),
+        r"\1\2<redacted>",
+    ),
+)
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def redact_text(text: str) -> str:
+    """Replace every secret-looking value in `text` with a placeholder."""
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def fingerprint(value: str | bytes) -> str:
+    """A short, non-reversible fingerprint for comparing secret values without showing them."""
+    raw = value.encode() if isinstance(value, str) else value
+    return "sha256:" + hashlib.sha256(raw).hexdigest()[:16]
+
+
+def _decoded(value: Any) -> bytes:
+    text = value if isinstance(value, str) else str(value)
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return text.encode()
+
+
+def redact_object(obj: dict[str, Any]) -> dict[str, Any]:
+    """Redact a Secret in place (values become fingerprints of the decoded bytes) and return it."""
+    if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
+        return obj
+    for key, decode in (("data", True), ("stringData", False)):
+        values = obj.get(key)
+        if isinstance(values, dict):
+            obj[key] = {
+                k: f"<redacted {fingerprint(_decoded(v) if decode else str(v))}>" for k, v in values.items()
+            }
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+        annotations[LAST_APPLIED] = "<redacted>"
+    return obj

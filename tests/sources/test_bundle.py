@@ -1,0 +1,140 @@
+"""Bundle inputs: directories, tarballs (safely), cluster-info dumps, loose files."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from argo_doctor.errors import InputError, UnsafeArchiveError
+from argo_doctor.sources import bundle
+from tests.conftest import BUNDLES
+
+POD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: argocd\nspec: {{}}\n"
+
+
+def _make_bundle(root: Path) -> Path:
+    (root / "objects").mkdir(parents=True)
+    (root / "objects" / "pods.yaml").write_text(POD.format(name="a") + "---\n" + POD.format(name="b"))
+    logs = root / "logs" / "argocd" / "a"
+    logs.mkdir(parents=True)
+    (logs / "main.log").write_text('time="2026-11-20T15:00:00Z" level=info msg="hello"\n')
+    (logs / "main.previous.log").write_text("panic: boom\n")
+    (root / "audit").mkdir()
+    (root / "audit" / "audit.log").write_text("")
+    (root / "bundle.yaml").write_text("collectedAt: 2026-11-20T15:30:00Z\ncluster: {name: prod, version: v1.29.4}\n")
+    return root
+
+
+def test_directory_bundle(tmp_path: Path) -> None:
+    snap = bundle.load([_make_bundle(tmp_path / "b")], tmp_path)
+    assert sorted(o.name for o in snap.of_kind("Pod")) == ["a", "b"]
+    assert {(f.container, f.previous, f.display) for f in snap.log_files} == {
+        ("main", False, "logs/argocd/a/main.log"),
+        ("main", True, "logs/argocd/a/main.previous.log"),
+    }
+    assert snap.meta["cluster"]["version"] == "v1.29.4" and snap.reference_time.isoformat() == "2026-11-20T15:30:00+00:00"
+    assert snap.get("Pod", "a", "argocd", "").location == "objects/pods.yaml:1"  # type: ignore[union-attr]
+
+
+def _tar(path: Path, root: Path, extra: list[tarfile.TarInfo] | None = None) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(root, arcname="support-bundle")
+        for info in extra or []:
+            tar.addfile(info, io.BytesIO(b"x" * info.size) if info.isreg() else None)
+    return path
+
+
+def test_tarball_with_a_top_folder(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "b.tar.gz", _make_bundle(tmp_path / "b"))
+    work = tmp_path / "work"
+    work.mkdir()
+    snap = bundle.load([archive], work)
+    assert len(snap.of_kind("Pod")) == 2 and len(snap.log_files) == 2 and snap.problems == []
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        tarfile.TarInfo("../escape.yaml"),
+        tarfile.TarInfo("/etc/evil.yaml"),
+    ],
+)
+def test_tarball_entries_escaping_the_root_are_refused(tmp_path: Path, entry: tarfile.TarInfo) -> None:
+    entry.size = 3
+    archive = _tar(tmp_path / "evil.tar.gz", _make_bundle(tmp_path / "b"), [entry])
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(UnsafeArchiveError, match="refused unsafe entry"):
+        bundle.load([archive], work)
+    assert not (tmp_path / "escape.yaml").exists()
+
+
+def test_tarball_device_and_outside_links_are_refused(tmp_path: Path) -> None:
+    device = tarfile.TarInfo("support-bundle/dev")
+    device.type = tarfile.CHRTYPE
+    link = tarfile.TarInfo("support-bundle/objects/link.yaml")
+    link.type = tarfile.SYMTYPE
+    link.linkname = "/etc/passwd"
+    for bad in (device, link):
+        archive = _tar(tmp_path / "evil.tar.gz", _make_bundle(tmp_path / f"b-{bad.name[-3:]}"), [bad])
+        work = tmp_path / f"work-{bad.name[-3:]}"
+        work.mkdir()
+        with pytest.raises(UnsafeArchiveError):
+            bundle.load([archive], work)
+
+
+def test_truncated_tarball_keeps_what_it_holds(tmp_path: Path) -> None:
+    root = _make_bundle(tmp_path / "b")
+    (root / "objects" / "zz-big.yaml").write_bytes(b"# padding\n" * 200_000)  # something to cut into
+    archive = _tar(tmp_path / "b.tar.gz", root)
+    data = archive.read_bytes()
+    archive.write_bytes(data[: len(data) * 2 // 3])
+    work = tmp_path / "work"
+    work.mkdir()
+    snap = bundle.load([archive], work)
+    assert len(snap.of_kind("Pod")) == 2
+    assert any("truncated" in p.message and p.location.endswith("b.tar.gz") for p in snap.problems)
+
+
+def test_not_a_tarball(tmp_path: Path) -> None:
+    bogus = tmp_path / "x.tar.gz"
+    bogus.write_bytes(b"this is not gzip")
+    with pytest.raises(InputError, match="not a readable tar archive"):
+        bundle.load([bogus], tmp_path)
+
+
+def test_missing_path() -> None:
+    with pytest.raises(InputError, match="no such file"):
+        bundle.load([Path("/nonexistent/bundle")], None)
+
+
+def test_loose_files_and_directories(tmp_path: Path) -> None:
+    (tmp_path / "manifests" / "sub").mkdir(parents=True)
+    (tmp_path / "manifests" / "sub" / "p.yml").write_text(POD.format(name="x"))
+    (tmp_path / "manifests" / "notes.txt").write_text("ignored")
+    single = tmp_path / "one.json"
+    single.write_text('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "y", "namespace": "argocd"}}')
+    snap = bundle.load([tmp_path / "manifests", single], None)
+    assert sorted(o.name for o in snap.of_kind("Pod")) == ["x", "y"]
+    assert snap.meta.get("format") is None
+
+
+def test_cluster_info_dump_is_detected(tmp_path: Path) -> None:
+    root = tmp_path / "dump"
+    shutil.copytree(BUNDLES / "cluster-info-dump", root)
+    snap = bundle.load([root], None)
+    assert snap.meta["format"] == "cluster-info-dump"
+    assert [o.name for o in snap.of_kind("Node")] == ["ip-10-0-1-17.eu-west-1.compute.internal"]
+    pod = snap.get("Pod", "argocd-repo-server-6c9f6d8b9-x2x7q", "argocd", "")
+    assert pod is not None and snap.node_of(pod) is not None
+    sections = {f.container: f for f in snap.log_files}
+    assert set(sections) == {"copyutil", "argocd-repo-server"}
+    repo = sections["argocd-repo-server"]
+    assert repo.first_line == 5 and repo.display == "argocd/argocd-repo-server-6c9f6d8b9-x2x7q/logs.txt"
+    text = repo.path.read_bytes()[repo.start:repo.end].decode()
+    assert text.startswith('time="2026-11-20T14:02:51Z"') and "==== END" not in text
+    assert snap.component_of_pod("argocd", repo.pod) == "repo-server"

@@ -1,0 +1,118 @@
+"""Log parsing and the single-pass scanner, on the formats Argo components and kubectl write."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from argo_doctor.model import Problem
+from argo_doctor.sources import logs
+from argo_doctor.sources.logs import LogFile, LogRecord, LogSignature, ScanStats, parse_line, scan_log_file
+
+REF = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
+FILE = LogFile(Path("/dev/null"), "logs/argocd/p/c.log", "argocd", "p", "c")
+MISS = LogSignature("miss", b"manifest cache miss", re.compile(r'manifest cache miss: (?P<key>[^"\s]+)'))
+
+
+def test_kubectl_timestamp_prefix_and_logrus_text() -> None:
+    rec = parse_line(
+        '2026-11-20T15:02:55.123456789Z time="2026-11-20T15:02:55Z" level=info '
+        'msg="manifest cache miss: a/b" dir="/tmp/_argocd-repo/x y" execID=abc12',
+        FILE, 7, REF,
+    )
+    assert rec.time == datetime(2026, 11, 20, 15, 2, 55, 123456, tzinfo=UTC)
+    assert (rec.level, rec.message) == ("info", "manifest cache miss: a/b")
+    assert rec.fields["dir"] == "/tmp/_argocd-repo/x y" and rec.fields["execID"] == "abc12"
+    assert rec.location == "logs/argocd/p/c.log:7"
+
+
+def test_logrus_time_in_another_zone_becomes_utc() -> None:
+    rec = parse_line('time="2026-11-20T17:02:57+02:00" level=warning msg="x"', FILE, 1, REF)
+    assert rec.time == datetime(2026, 11, 20, 15, 2, 57, tzinfo=UTC) and rec.level == "warning"
+
+
+def test_logrus_json() -> None:
+    rec = parse_line(
+        '{"application":"argocd/guestbook","level":"info","msg":"Reconciliation completed",'
+        '"time":"2026-11-20T15:02:58Z","time_ms":12.5}', FILE, 1, REF,
+    )
+    assert rec.message == "Reconciliation completed" and rec.fields["application"] == "argocd/guestbook"
+    assert rec.fields["time_ms"] == "12.5" and rec.time == datetime(2026, 11, 20, 15, 2, 58, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("E1120 14:02:57.409455       1 reflector.go:138] failed", datetime(2026, 11, 20, 14, 2, 57, 409455, tzinfo=UTC)),
+        # a December line in a bundle collected in January belongs to the previous year
+        ("I1231 23:59:59.000001 1 x.go:1] y", datetime(2025, 12, 31, 23, 59, 59, 1, tzinfo=UTC)),
+    ],
+)
+def test_klog_lines(line: str, expected: datetime) -> None:
+    reference = REF if expected.month == 11 else datetime(2026, 1, 2, tzinfo=UTC)
+    rec = parse_line(line, FILE, 1, reference)
+    assert rec.time == expected
+    assert rec.fields["caller"] in ("reflector.go:138", "x.go:1")
+
+
+def test_plain_text_keeps_best_timestamp() -> None:
+    assert parse_line("2026-11-20 15:00:01,250 INFO start", FILE, 1, REF).time == datetime(
+        2026, 11, 20, 15, 0, 1, 250000, tzinfo=UTC
+    )
+    assert parse_line("panic: open /etc/config.yaml: no such file", FILE, 1, REF).time is None
+
+
+def _scan(path: Path, sigs: list[LogSignature]) -> tuple[list[tuple[int, str]], list[Problem], ScanStats]:
+    seen: list[tuple[int, str]] = []
+    problems: list[Problem] = []
+    stats = ScanStats()
+
+    def dispatch(sig: LogSignature, rec: LogRecord, match: re.Match[str] | None) -> None:
+        seen.append((rec.line, match.group("key") if match else rec.message))
+
+    lf = LogFile(path, "repo-server.log", "argocd", "p", "c")
+    scan_log_file(lf, sigs, dispatch, problems, REF, stats)
+    return seen, problems, stats
+
+
+def test_line_numbers_are_exact_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "CHUNK_SIZE", 97)  # tiny chunks: every line straddles a boundary somewhere
+    lines = [f'time="2026-11-20T15:00:{i % 60:02d}Z" level=info msg="manifest cache hit: k{i}"' for i in range(300)]
+    for n in (3, 150, 299):
+        lines[n - 1] = f'time="2026-11-20T15:00:00Z" level=info msg="manifest cache miss: key{n}"'
+    path = tmp_path / "r.log"
+    path.write_text("\n".join(lines))  # no trailing newline on the last line
+    seen, problems, stats = _scan(path, [MISS])
+    assert seen == [(3, "key3"), (150, "key150"), (299, "key299")]
+    assert problems == [] and stats.bytes == path.stat().st_size
+
+
+def test_huge_line_binary_junk_and_bad_utf8_never_stop_the_scan(tmp_path: Path) -> None:
+    path = tmp_path / "r.log"
+    with path.open("wb") as out:
+        out.write(b'time="2026-11-20T15:00:00Z" level=info msg="manifest cache miss: first"\n')
+        out.write(b"x" * (10 << 20) + b" manifest cache miss: inhuge\n")  # 10 MB single line, needle at its end
+        out.write(b"\x00\x01\xfe\xff junk \x00 bytes\n")
+        out.write(b'time="2026-11-20T15:00:01Z" level=error msg="manifest cache miss: caf\xe9"\n')
+        out.write(b'time="2026-11-20T15:00:02Z" level=info msg="manifest cache miss: last"\n')
+    seen, problems, _ = _scan(path, [MISS])
+    # the needle sits past the first MiB of the 10 MB line 2: not read, and said so
+    assert seen == [(1, "first"), (4, "caf\ufffd"), (5, "last")]
+    by_kind = {p.message.split()[0]: p.location for p in problems}
+    assert by_kind["line"] == "repo-server.log:2"  # "line longer than 1 MiB"
+    assert by_kind["binary"] == "repo-server.log:3"
+    assert by_kind["log"] == "repo-server.log:4"  # "log line is not valid UTF-8"
+
+
+def test_byte_range_of_a_shared_file(tmp_path: Path) -> None:
+    path = tmp_path / "logs.txt"
+    head = b"==== START logs for container a of pod ns/p ====\n"
+    body = b'time="2026-11-20T15:00:00Z" msg="manifest cache miss: in-a"\n'
+    path.write_bytes(head + body + b"manifest cache miss: outside\n")
+    lf = LogFile(path, "ns/p/logs.txt", "ns", "p", "a", False, len(head), len(head) + len(body), 2)
+    seen: list[int] = []
+    scan_log_file(lf, [MISS], lambda s, r, m: seen.append(r.line), [], REF, ScanStats())
+    assert seen == [2]
