@@ -134,7 +134,7 @@ def signatures(rules_: tuple[str, ...]) -> None:
             click.echo(sig.needle.decode())
 
 
-class _errors_to_exit:  # noqa: N801 - used as a statement, reads like one
+class _errors_to_exit:
     """Turn argo-doctor errors into one line and exit 2; anything unexpected into one line and 3."""
 
     def __enter__(self) -> None:

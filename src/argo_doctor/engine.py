@@ -13,7 +13,7 @@ from argo_doctor.errors import ConfigError
 from argo_doctor.health import HealthAssessor, LuaHealthScripts
 from argo_doctor.model import Finding, Problem, TimelineEntry
 from argo_doctor.snapshot import Snapshot
-from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_log_file
+from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_logs
 from argo_doctor.timeline import build_timeline
 
 BUILTIN_GROUPS = {"", "apps", "batch", "autoscaling", "policy", "extensions"}
@@ -69,7 +69,7 @@ def run_scan(snap: Snapshot, analyzers: list[Analyzer], lua_dirs: tuple[Path, ..
     for analyzer in analyzers:
         try:
             findings.extend(analyzer.analyze(ctx))
-        except Exception as exc:  # noqa: BLE001 - one broken analyzer must not lose the others
+        except Exception as exc:
             snap.problems.append(Problem(f"analyzer {analyzer.id}", f"internal error: {type(exc).__name__}: {exc}"))
     snap.problems.extend(Problem(p.location, p.message) for p in ctx.health.problems)
     snap.problems.extend(unknown_kinds(snap))
@@ -90,12 +90,11 @@ def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> No
         for analyzer in listeners[sig.id]:
             analyzer.on_log(sig, record, match)
 
-    reference = snap.reference_time
+    jobs = []
     for log_file in snap.log_files:
         component = snap.component_of_pod(log_file.namespace, log_file.pod)
-        applicable = [s for s in wanted.values() if s.applies_to(component)]
-        if applicable:
-            scan_log_file(log_file, applicable, dispatch, snap.problems, reference, stats)
+        jobs.append((log_file, [s for s in wanted.values() if s.applies_to(component)]))
+    scan_logs(jobs, dispatch, snap.problems, snap.reference_time, stats)
 
 
 def unknown_kinds(snap: Snapshot) -> list[Problem]:

@@ -463,7 +463,7 @@ def image_version(image: str | None) -> str | None:
     if not image:
         return None
     image = image.split("@", 1)[0]
-    name, sep, tag = image.rpartition(":")
+    _, sep, tag = image.rpartition(":")
     if not sep or "/" in tag:
         return None
     return tag

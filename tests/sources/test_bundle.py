@@ -36,7 +36,8 @@ def test_directory_bundle(tmp_path: Path) -> None:
         ("main", False, "logs/argocd/a/main.log"),
         ("main", True, "logs/argocd/a/main.previous.log"),
     }
-    assert snap.meta["cluster"]["version"] == "v1.29.4" and snap.reference_time.isoformat() == "2026-11-20T15:30:00+00:00"
+    assert snap.meta["cluster"]["version"] == "v1.29.4"
+    assert snap.reference_time.isoformat() == "2026-11-20T15:30:00+00:00"
     assert snap.get("Pod", "a", "argocd", "").location == "objects/pods.yaml:1"  # type: ignore[union-attr]
 
 

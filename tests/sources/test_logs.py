@@ -10,7 +10,15 @@ import pytest
 
 from argo_doctor.model import Problem
 from argo_doctor.sources import logs
-from argo_doctor.sources.logs import LogFile, LogRecord, LogSignature, ScanStats, parse_line, scan_log_file
+from argo_doctor.sources.logs import (
+    LogFile,
+    LogRecord,
+    LogSignature,
+    ScanStats,
+    parse_line,
+    scan_log_file,
+    scan_logs,
+)
 
 REF = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
 FILE = LogFile(Path("/dev/null"), "logs/argocd/p/c.log", "argocd", "p", "c")
@@ -46,7 +54,7 @@ def test_logrus_json() -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("E1120 14:02:57.409455       1 reflector.go:138] failed", datetime(2026, 11, 20, 14, 2, 57, 409455, tzinfo=UTC)),
+        ("E1120 14:02:57.409455   1 reflector.go:138] failed", datetime(2026, 11, 20, 14, 2, 57, 409455, tzinfo=UTC)),
         # a December line in a bundle collected in January belongs to the previous year
         ("I1231 23:59:59.000001 1 x.go:1] y", datetime(2025, 12, 31, 23, 59, 59, 1, tzinfo=UTC)),
     ],
@@ -116,3 +124,27 @@ def test_byte_range_of_a_shared_file(tmp_path: Path) -> None:
     seen: list[int] = []
     scan_log_file(lf, [MISS], lambda s, r, m: seen.append(r.line), [], REF, ScanStats())
     assert seen == [2]
+
+
+def test_parallel_pieces_give_the_same_lines_as_one_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "PIECE_SIZE", 4096)  # many line-aligned pieces per file
+    monkeypatch.setattr(logs, "PARALLEL_THRESHOLD", 0)
+    files = []
+    for f in range(3):
+        line = '{{"level":"info","msg":"manifest cache {what}: {key}","time":"2026-11-20T15:00:00Z"}}'
+        lines = [line.format(what="hit", key=f"{f}-{i}") for i in range(2000)]
+        for n in range(7, 2000, 191):
+            lines[n - 1] = line.format(what="miss", key=f"{f}-{n}")
+        path = tmp_path / f"{f}.log"
+        path.write_text("\n".join(lines) + "\n")
+        files.append(LogFile(path, f"{f}.log", "argocd", f"p{f}", "c"))
+
+    def collect(workers: int) -> list[tuple[str, int]]:
+        seen: list[tuple[str, int]] = []
+        scan_logs([(lf, [MISS]) for lf in files], lambda s, r, m: seen.append((r.location, r.line)), [], REF,
+                  ScanStats(), workers=workers)
+        return seen
+
+    expected = [(f"{f}.log:{n}", n) for f in range(3) for n in range(7, 2000, 191)]
+    assert collect(1) == expected
+    assert collect(2) == expected

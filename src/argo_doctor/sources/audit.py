@@ -27,8 +27,8 @@ class _ObjectRef(msgspec.Struct, omit_defaults=True):
     resource: str = ""
     namespace: str = ""
     name: str = ""
-    apiGroup: str = ""  # noqa: N815 - the audit field name
-    apiVersion: str = ""  # noqa: N815
+    apiGroup: str = ""
+    apiVersion: str = ""
     subresource: str = ""
 
 
@@ -45,16 +45,16 @@ class _Status(msgspec.Struct, omit_defaults=True):
 
 
 class _RawAuditEvent(msgspec.Struct, omit_defaults=True):
-    auditID: str = ""  # noqa: N815
+    auditID: str = ""
     stage: str = ""
-    requestURI: str = ""  # noqa: N815
+    requestURI: str = ""
     verb: str = ""
     user: _User = msgspec.field(default_factory=_User)
-    userAgent: str = ""  # noqa: N815
-    objectRef: _ObjectRef | None = None  # noqa: N815
-    responseStatus: _Status | None = None  # noqa: N815
-    requestReceivedTimestamp: str = ""  # noqa: N815
-    stageTimestamp: str = ""  # noqa: N815
+    userAgent: str = ""
+    objectRef: _ObjectRef | None = None
+    responseStatus: _Status | None = None
+    requestReceivedTimestamp: str = ""
+    stageTimestamp: str = ""
     annotations: dict[str, str] = {}
     kind: str = ""
 

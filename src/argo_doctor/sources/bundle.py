@@ -56,7 +56,7 @@ def _extract(archive: Path, dest: Path, problems: list[Problem]) -> Path:
     """Extract safely: refuse escaping, absolute, special and outside-link entries; keep what a
     truncated archive holds up to the damage and report the damage."""
     try:
-        tar = tarfile.open(archive, "r|*")
+        tar = tarfile.open(archive, "r|*")  # noqa: SIM115 - closed by the `with` below
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{archive}: not a readable tar archive ({exc})") from None
     with tar:

@@ -3,10 +3,13 @@ single-pass scanner that prefilters on bytes and parses only the lines that matc
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,10 @@ from argo_doctor.model import Problem
 from argo_doctor.timeutil import parse_time
 
 CHUNK_SIZE = 8 << 20
+PIECE_SIZE = 64 << 20
+"""Files larger than this are cut into line-aligned pieces read in parallel."""
+PARALLEL_THRESHOLD = 32 << 20
+"""Below this many bytes of logs, reading in this process is faster than starting workers."""
 MAX_LINE = 1 << 20
 """Lines longer than this are searched in their first MAX_LINE bytes only, and reported."""
 EXCERPT_LIMIT = 2000
@@ -151,6 +158,221 @@ class ScanStats:
 
 
 @dataclass
+class _Raw:
+    """What the byte prefilter found in one line-aligned range: picklable, nothing parsed."""
+
+    newlines: int = 0
+    size: int = 0
+    hits: list[tuple[int, bytes, tuple[int, ...]]] = field(default_factory=list)
+    """(line offset within the range, the line's bytes, indexes of the needles it holds)"""
+    flags: list[tuple[str, int]] = field(default_factory=list)
+    """(`binary`|`long`, line offset) for lines the user should hear about"""
+    error: str | None = None
+
+
+def _prefilter(path: Path, start: int, end: int | None, needles: tuple[bytes, ...]) -> _Raw:
+    """Search one byte range of a file for the needles, in bounded chunks, without copying them."""
+    raw = _Raw()
+    buf = bytearray(CHUNK_SIZE + MAX_LINE)  # a carried partial line is at most MAX_LINE: room is left
+    view = memoryview(buf)
+    filled = 0  # bytes of buf in use: the carried partial line, then new data
+    line = 0
+    skipping = False  # inside a line longer than MAX_LINE, already searched
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raw.error = f"cannot read: {exc.strerror or exc}"
+        return raw
+    with handle:
+        handle.seek(start)
+        remaining = None if end is None else end - start
+        while True:
+            want = len(buf) - filled if remaining is None else min(len(buf) - filled, remaining)
+            got = handle.readinto(view[filled:filled + want]) if want > 0 else 0
+            if remaining is not None:
+                remaining -= got
+            raw.size += got
+            eof = got == 0
+            limit = filled + got
+            begin = 0
+            if skipping:
+                nl = buf.find(b"\n", 0, limit)
+                if nl < 0 and not eof:
+                    filled = 0
+                    continue
+                skipping = False
+                line += 1
+                raw.newlines += 1 if nl >= 0 else 0
+                begin = limit if nl < 0 else nl + 1
+            cut = limit if eof else buf.rfind(b"\n", begin, limit) + 1
+            if cut <= begin and not eof:
+                cut = begin
+            if cut > begin:
+                line = _search(buf, begin, cut, line, needles, raw)
+            carry = limit - cut
+            if carry > MAX_LINE:
+                # A line longer than MAX_LINE: search its head, then skip to its end.
+                raw.flags.append(("long", line))
+                _search(buf, cut, cut + MAX_LINE, line, needles, raw)
+                filled, skipping = 0, True
+            else:
+                buf[0:carry] = buf[cut:limit]
+                filled = carry
+            if eof:
+                return raw
+
+
+def _search(buf: bytearray, begin: int, end: int, line: int, needles: tuple[bytes, ...], raw: _Raw) -> int:
+    """Record the lines of buf[begin:end] that hold a needle; return the line number after it."""
+    nul = buf.find(b"\x00", begin, end)
+    if nul >= 0:
+        raw.flags.append(("binary", line + buf.count(b"\n", begin, nul)))
+    hits: dict[int, tuple[int, list[int]]] = {}
+    for index, needle in enumerate(needles):
+        pos = buf.find(needle, begin, end)
+        while pos >= 0:
+            first = buf.rfind(b"\n", begin, pos) + 1 or begin
+            last = buf.find(b"\n", pos, end)
+            last = end if last < 0 else last
+            entry = hits.get(first)
+            if entry is None:
+                hits[first] = (last, [index])
+            else:
+                entry[1].append(index)
+            pos = buf.find(needle, last, end)
+    newlines = buf.count(b"\n", begin, end)
+    if hits:
+        counted, current = begin, line
+        for first in sorted(hits):
+            current += buf.count(b"\n", counted, first)
+            counted = first
+            last, found = hits[first]
+            data = bytes(buf[first:min(last, first + MAX_LINE + 1)])
+            raw.hits.append((current, data, tuple(found)))
+    raw.newlines += newlines
+    return line + newlines
+
+
+@dataclass(frozen=True)
+class _Piece:
+    index: int
+    start: int
+    end: int | None
+
+
+def _plan(files: Sequence[LogFile]) -> list[_Piece]:
+    """Cut large files into line-aligned pieces of about PIECE_SIZE bytes, for parallel reading."""
+    pieces: list[_Piece] = []
+    for index, log_file in enumerate(files):
+        try:
+            total = log_file.end if log_file.end is not None else log_file.path.stat().st_size
+        except OSError:
+            pieces.append(_Piece(index, log_file.start, log_file.end))
+            continue
+        at = log_file.start
+        while total - at > PIECE_SIZE * 3 // 2:
+            cut = _line_start_after(log_file.path, at + PIECE_SIZE, total)
+            if cut is None:
+                break
+            pieces.append(_Piece(index, at, cut))
+            at = cut
+        pieces.append(_Piece(index, at, log_file.end if at == log_file.start else total))
+    return pieces
+
+
+def _line_start_after(path: Path, offset: int, limit: int) -> int | None:
+    """The offset just after the first newline at or after `offset` (None if none soon)."""
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        data = handle.read(min(MAX_LINE, limit - offset))
+    nl = data.find(b"\n")
+    return None if nl < 0 else offset + nl + 1
+
+
+def _run_prefilter(job: tuple[Path, int, int | None, tuple[bytes, ...]]) -> _Raw:
+    return _prefilter(*job)
+
+
+def scan_logs(
+    jobs: Sequence[tuple[LogFile, Sequence[LogSignature]]],
+    dispatch: Dispatch,
+    problems: list[Problem],
+    reference: datetime,
+    stats: ScanStats,
+    workers: int = 0,
+) -> None:
+    """Read every log once and dispatch each line that matches one of its file's signatures.
+
+    The byte prefilter runs on `workers` processes (0: as many as CPUs, 1: in this process) when
+    there is enough to read; parsing and dispatch happen here, in file and line order.
+    """
+    jobs = [(f, sigs) for f, sigs in jobs if sigs]
+    files = [f for f, _ in jobs]
+    tables: list[tuple[tuple[bytes, ...], dict[bytes, list[LogSignature]]]] = []
+    for _, sigs in jobs:
+        by_needle: dict[bytes, list[LogSignature]] = {}
+        for sig in sigs:
+            by_needle.setdefault(sig.needle, []).append(sig)
+        tables.append((tuple(by_needle), by_needle))
+    pieces = _plan(files)
+    work = [(files[p.index].path, p.start, p.end, tables[p.index][0]) for p in pieces]
+    workers = workers or os.cpu_count() or 1
+    total = sum(_size(f) for f in files)
+    if workers > 1 and len(work) > 1 and total >= PARALLEL_THRESHOLD:
+        with ProcessPoolExecutor(min(workers, len(work)), mp_context=get_context("fork")) as pool:
+            results: Iterator[_Raw] = pool.map(_run_prefilter, work)
+            _deliver_all(pieces, results, files, tables, dispatch, problems, reference, stats)
+    else:
+        _deliver_all(pieces, map(_run_prefilter, work), files, tables, dispatch, problems, reference, stats)
+
+
+def _size(log_file: LogFile) -> int:
+    if log_file.end is not None:
+        return log_file.end - log_file.start
+    try:
+        return log_file.path.stat().st_size - log_file.start
+    except OSError:
+        return 0
+
+
+def _deliver_all(
+    pieces: list[_Piece],
+    results: Iterator[_Raw],
+    files: list[LogFile],
+    tables: list[tuple[tuple[bytes, ...], dict[bytes, list[LogSignature]]]],
+    dispatch: Dispatch,
+    problems: list[Problem],
+    reference: datetime,
+    stats: ScanStats,
+) -> None:
+    current = -1
+    state: _FileState | None = None
+    line_base = 0
+    for piece, raw in zip(pieces, results, strict=True):
+        log_file = files[piece.index]
+        if piece.index != current:
+            current, line_base = piece.index, log_file.first_line
+            state = _FileState(log_file, problems)
+            stats.files += 1
+        assert state is not None
+        if raw.error:
+            problems.append(Problem(log_file.display, raw.error))
+            continue
+        stats.bytes += raw.size
+        for kind, offset in raw.flags:
+            message = (
+                f"line longer than {MAX_LINE >> 20} MiB; only its first MiB was read"
+                if kind == "long" else "binary data (NUL bytes) in log line"
+            )
+            state.report(kind, line_base + offset, message)
+        needles, by_needle = tables[piece.index]
+        for offset, data, found in raw.hits:
+            _dispatch_line(data, line_base + offset, [needles[i] for i in found], by_needle, state, dispatch,
+                           reference, stats)
+        line_base += raw.newlines
+
+
+@dataclass
 class _FileState:
     file: LogFile
     problems: list[Problem]
@@ -170,89 +392,8 @@ def scan_log_file(
     reference: datetime,
     stats: ScanStats,
 ) -> None:
-    """Read one log once, in bounded chunks, and dispatch every line that matches a signature."""
-    by_needle: dict[bytes, list[LogSignature]] = {}
-    for sig in signatures:
-        by_needle.setdefault(sig.needle, []).append(sig)
-    needles = list(by_needle)
-    state = _FileState(file, problems)
-    line_no = file.first_line
-    carry = b""
-    skipping = False  # inside a line longer than MAX_LINE, already searched
-    try:
-        handle = file.path.open("rb")
-    except OSError as exc:
-        problems.append(Problem(file.display, f"cannot read: {exc.strerror or exc}"))
-        return
-    with handle:
-        handle.seek(file.start)
-        remaining = None if file.end is None else file.end - file.start
-        stats.files += 1
-        while True:
-            size = CHUNK_SIZE if remaining is None else min(CHUNK_SIZE, remaining)
-            chunk = handle.read(size) if size > 0 else b""
-            if remaining is not None:
-                remaining -= len(chunk)
-            stats.bytes += len(chunk)
-            eof = not chunk
-            if skipping:
-                cut = chunk.find(b"\n")
-                if cut < 0 and not eof:
-                    continue
-                skipping = False
-                line_no += 1
-                chunk = b"" if cut < 0 else chunk[cut + 1:]
-            buf = carry + chunk if carry else chunk
-            cut = len(buf) if eof else buf.rfind(b"\n") + 1
-            region, carry = buf[:cut], buf[cut:]
-            if region:
-                line_no = _match_region(region, line_no, needles, by_needle, state, dispatch, reference, stats)
-            if len(carry) > MAX_LINE:
-                # A line longer than MAX_LINE: search its head, then skip to its end.
-                state.report("long", line_no, f"line longer than {MAX_LINE >> 20} MiB; only its first MiB was read")
-                _match_region(carry[:MAX_LINE], line_no, needles, by_needle, state, dispatch, reference, stats)
-                carry, skipping = b"", True
-            if eof:
-                return
-
-
-def _match_region(
-    region: bytes,
-    line_no: int,
-    needles: list[bytes],
-    by_needle: dict[bytes, list[LogSignature]],
-    state: _FileState,
-    dispatch: Dispatch,
-    reference: datetime,
-    stats: ScanStats,
-) -> int:
-    """Dispatch the matching lines of a region of whole lines; return the line number after it."""
-    nul = region.find(b"\x00")
-    if nul >= 0:
-        state.report("binary", line_no + region.count(b"\n", 0, nul), "binary data (NUL bytes) in log line")
-    hits: dict[int, tuple[int, list[bytes]]] = {}
-    end_of_region = len(region)
-    for needle in needles:
-        pos = region.find(needle)
-        while pos >= 0:
-            start = region.rfind(b"\n", 0, pos) + 1
-            end = region.find(b"\n", pos)
-            if end < 0:
-                end = end_of_region
-            entry = hits.get(start)
-            if entry is None:
-                hits[start] = (end, [needle])
-            else:
-                entry[1].append(needle)
-            pos = region.find(needle, end)
-    if hits:
-        counted_to, current = 0, line_no
-        for start in sorted(hits):
-            current += region.count(b"\n", counted_to, start)
-            counted_to = start
-            end, matched = hits[start]
-            _dispatch_line(region[start:end], current, matched, by_needle, state, dispatch, reference, stats)
-    return line_no + region.count(b"\n")
+    """Read one log once, in this process, and dispatch every line that matches a signature."""
+    scan_logs([(file, signatures)], dispatch, problems, reference, stats, workers=1)
 
 
 def _dispatch_line(

@@ -156,12 +156,10 @@ def read_object_file(path: Path, display: str, problems: list[Problem]) -> Itera
         line = _line_of_offset(data, data.index(b"\x00"))
         problems.append(Problem(f"{display}:{line}", "binary data (NUL byte) in an object file; skipped"))
         return
-    stripped = data.lstrip()
-    if path.suffix == ".json" or stripped[:1] in (b"{", b"["):
-        if stripped[:1] in (b"{", b"["):
-            yield from _read_json(data, display, problems)
-            return
-    yield from _read_yaml(data, display, problems)
+    if data.lstrip()[:1] in (b"{", b"["):  # JSON, whatever the suffix; YAML otherwise (a superset)
+        yield from _read_json(data, display, problems)
+    else:
+        yield from _read_yaml(data, display, problems)
 
 
 def _read_json(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
