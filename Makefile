@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	@for bundle in examples/*/; do \
+	@for bundle in $$(find examples -name bundle.yaml -printf '%h\n' | sort); do \
 		echo "=== argo-doctor scan $$bundle"; \
 		$(BIN)/argo-doctor scan $$bundle --fail-on never || exit $$?; \
 	done

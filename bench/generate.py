@@ -1754,7 +1754,7 @@ def _run_task(out: str, seed: int, task: ObjectTask | LogTask | AuditTask) -> tu
     return task.relpath, n, time.perf_counter() - t0
 
 
-def generate(out: Path, params: Params, jobs: int, quiet: bool = False) -> None:
+def generate(out: Path, params: Params, jobs: int, quiet: bool = False, verbose: bool = False) -> None:
     """Write the bundle into ``out`` (which must not exist)."""
     t0 = time.perf_counter()
     model = build_model(params)
@@ -1776,6 +1776,9 @@ def generate(out: Path, params: Params, jobs: int, quiet: bool = False) -> None:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(_run_task, str(out), params.seed, t) for t in tasks]
             results = [f.result() for f in futures]
+    if verbose:
+        for path, n, secs in sorted(results, key=lambda r: -r[2]):
+            print(f"generate: {secs:6.2f}s {n / 2**20:8.1f} MiB {path}", file=sys.stderr)
     if not quiet:
         logs = sum(n for path, n, _ in results if not path.startswith("objects/"))
         objs = sum(n for path, n, _ in results if path.startswith("objects/"))
@@ -1783,7 +1786,8 @@ def generate(out: Path, params: Params, jobs: int, quiet: bool = False) -> None:
               f"in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
 
 
-def ensure_bundle(out: Path, params: Params, jobs: int, quiet: bool = False, force: bool = False) -> bool:
+def ensure_bundle(out: Path, params: Params, jobs: int, quiet: bool = False, force: bool = False,
+                  verbose: bool = False) -> bool:
     """Generate the bundle unless ``out`` already holds one with the same parameters; True if generated."""
     stamp = out / STAMP_NAME
     wanted = asdict(params)
@@ -1800,7 +1804,7 @@ def ensure_bundle(out: Path, params: Params, jobs: int, quiet: bool = False, for
     partial = out.with_name(out.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)
-    generate(partial, params, jobs, quiet)
+    generate(partial, params, jobs, quiet, verbose)
     (partial / STAMP_NAME).write_text(json.dumps(wanted, indent=2) + "\n")
     if out.exists():
         shutil.rmtree(out)
@@ -1821,14 +1825,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all CPUs)")
     ap.add_argument("--force", action="store_true", help="regenerate even if the stamp matches")
-    ap.add_argument("-q", "--quiet", action="store_true")
+    ap.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print the time taken by each file")
     args = ap.parse_args(argv)
     if args.apps < 1 or args.pods < 0:
         ap.error("--apps must be at least 1 and --pods at least 0")
     audit = args.audit_bytes if args.audit_bytes is not None else args.log_bytes // 50
     params = Params(apps=args.apps, pods=args.pods, log_bytes=args.log_bytes, audit_bytes=audit,
                     seed=args.seed, generator=generator_hash())
-    ensure_bundle(args.out, params, args.jobs, args.quiet, args.force)
+    ensure_bundle(args.out, params, args.jobs, args.quiet, args.force, args.verbose)
     return 0
 
 

@@ -25,6 +25,11 @@ ARGOCD_GROUP = "argoproj.io"
 TAIL_BYTES = 64 << 10
 
 
+def mapping(value: Any) -> dict[str, Any]:
+    """`value` if it is a dict, else an empty dict: for walking objects that may be malformed."""
+    return value if isinstance(value, dict) else {}
+
+
 def split_api_version(api_version: str) -> tuple[str, str]:
     """`apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`)."""
     group, _, version = api_version.rpartition("/")
@@ -363,8 +368,8 @@ class Snapshot:
                 name = self.component_name(pod)
                 if name is not None:
                     orphans[name].append(pod)
-        for name, pods in orphans.items():
-            found.append(self._component(name, None, tuple(pods)))
+        for name, orphan_pods in orphans.items():
+            found.append(self._component(name, None, tuple(orphan_pods)))
         return found
 
     def _component(self, name: str, workload: Obj | None, pods: tuple[Obj, ...]) -> Component:
@@ -479,8 +484,8 @@ def normalise_event(obj: Obj) -> KEvent:
             str(involved_raw.get("apiVersion") or ""), str(involved_raw.get("kind") or ""),
             str(involved_raw.get("namespace") or ""), str(involved_raw.get("name") or ""),
         )
-    source = raw.get("source") if isinstance(raw.get("source"), dict) else {}
-    series = raw.get("series") if isinstance(raw.get("series"), dict) else {}
+    source = mapping(raw.get("source"))
+    series = mapping(raw.get("series"))
     first = parse_time(raw.get("firstTimestamp")) or parse_time(raw.get("eventTime"))
     last = (
         parse_time(raw.get("lastTimestamp"))

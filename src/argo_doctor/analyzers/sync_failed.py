@@ -16,7 +16,7 @@ from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
-from argo_doctor.snapshot import Obj
+from argo_doctor.snapshot import Obj, mapping
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.timeutil import parse_time
 
@@ -58,11 +58,11 @@ class SyncFailed(Analyzer):
         phase = str(op["phase"])
         message = str(op.get("message") or "")
         finished = parse_time(op.get("finishedAt")) or parse_time(op.get("startedAt"))
-        operation = op.get("operation") if isinstance(op.get("operation"), dict) else {}
-        initiated = operation.get("initiatedBy") if isinstance(operation.get("initiatedBy"), dict) else {}
+        operation = mapping(op.get("operation"))
+        initiated = mapping(operation.get("initiatedBy"))
         who = "automated sync" if initiated.get("automated") else f"sync by {initiated.get('username') or 'a user'}"
-        result = op.get("syncResult") if isinstance(op.get("syncResult"), dict) else {}
-        revision = str(result.get("revision") or (operation.get("sync") or {}).get("revision") or "")
+        result = mapping(op.get("syncResult"))
+        revision = str(result.get("revision") or mapping(operation.get("sync")).get("revision") or "")
         evidence: list[Evidence] = [
             object_evidence(app, ".status.operationState", f"phase {phase}: {message}", finished)
         ]

@@ -86,7 +86,7 @@ class AuditEvent:
 
 def _open(path: Path) -> IO[bytes]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")
+        return gzip.GzipFile(path, "rb")  # type: ignore[return-value] # a GzipFile is a binary IO
     return path.open("rb")
 
 

@@ -54,7 +54,7 @@ def dump_log_files(root: Path, problems: list[Problem]) -> Iterator[LogFile]:
 
 def _sections(path: Path, display: str) -> Iterator[LogFile]:
     """Find the START/END markers in one pass and yield the range of each container's log."""
-    markers: list[tuple[int, int, re.Match[bytes] | None]] = []  # (offset, line, START match or None)
+    markers: list[tuple[int, int, re.Match[bytes] | None]] = []  # (offset, line, START match, None for END)
     offset = line = 0
     carry = b""
     with path.open("rb") as handle:
@@ -65,7 +65,7 @@ def _sections(path: Path, display: str) -> Iterator[LogFile]:
             base = offset
             counted, current = 0, line
             if b"==== " in region:
-                found = [(m.start(), m) for m in _START.finditer(region)]
+                found: list[tuple[int, re.Match[bytes] | None]] = [(m.start(), m) for m in _START.finditer(region)]
                 found += [(m.start(), None) for m in _END.finditer(region)]
                 for start, match in sorted(found, key=lambda item: item[0]):
                     current += region.count(b"\n", counted, start)

@@ -104,8 +104,8 @@ def parse_line(text: str, file: LogFile, line: int, reference: datetime) -> LogR
             decoded = None
         if isinstance(decoded, dict):
             fields = {str(k): v if isinstance(v, str) else msgspec.json.encode(v).decode() for k, v in decoded.items()}
-            message = fields.pop("msg", None) or fields.pop("message", "")
-            level = fields.pop("level", None) or fields.pop("severity", None)
+            message = fields.pop("msg", "") or fields.pop("message", "")
+            level = fields.pop("level", "") or fields.pop("severity", "") or None
             for key in _JSON_TIME_KEYS:
                 if key in fields:
                     time = time or parse_time(fields[key])

@@ -90,6 +90,8 @@ def _yaml_documents(text: str, display: str, problems: list[Problem]) -> Iterato
         try:
             while loader.check_node():
                 node = loader.get_node()
+                if node is None:
+                    continue
                 line = base_line + node.start_mark.line + 1
                 yield line, loader.construct_document(node)
             return
