@@ -21,7 +21,7 @@ import shutil
 import sys
 import time
 import uuid
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -965,7 +965,7 @@ def argocd_objs(m: Model, rng: random.Random) -> list[Obj]:
     for comp, (kind, name, uid, reps) in comps.items():
         labels = {"app.kubernetes.io/component": comp, "app.kubernetes.io/instance": "argocd",
                   "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "argocd"}
-        container = {"args": [f"/usr/local/bin/{name}", "--loglevel", "info"], "image": ARGOCD_IMAGE,
+        container: Obj = {"args": [f"/usr/local/bin/{name}", "--loglevel", "info"], "image": ARGOCD_IMAGE,
                      "imagePullPolicy": "IfNotPresent", "name": comp,
                      "resources": {"limits": {"memory": "2Gi" if comp == "repo-server" else "4Gi"},
                                    "requests": {"cpu": "500m", "memory": "1Gi"}}}
@@ -1378,11 +1378,13 @@ def _fill(rng: random.Random, out_file: Any, target: int, start_ns: int, end_ns:
             items[pos] = rare()
         rate = max(est_lines, 1) / max(end_ns - last, 1) / 0.97
         times = list(accumulate((int(expo(rate)) + 1 for _ in range(n)), initial=last))[1:]
+        inserted = []
         while pi < len(planned) and planned[pi][0] <= times[-1]:
             when, item = planned[pi]
-            pos = bisect_left(times, when)
+            pos = bisect_right(times, when)
             items.insert(pos, item)
             times.insert(pos, max(when, last))
+            inserted.append(pos)
             pi += 1
         if times[-1] > end_ns:
             times = [min(x, end_ns) for x in times]
@@ -1391,6 +1393,7 @@ def _fill(rng: random.Random, out_file: Any, target: int, start_ns: int, end_ns:
         if written + size > target:
             lines = lines[:bisect_right(list(accumulate(map(len, lines))), target - written)]
             size = sum(map(len, lines))
+            pi -= sum(1 for pos in inserted if pos >= len(lines))  # cut off: they go in at the end
             if not lines:
                 break
         out_file.write("".join(lines))
@@ -1561,14 +1564,20 @@ def a_deprecated(rng: random.Random, t: AuditTask) -> Obj:
     return ev
 
 
-def webhook_failure_event(ns: str, dep: str, failure: str) -> Obj:
-    """The apiserver's record of a patch refused because an admission webhook failed."""
+def failed_patch_event(ns: str, dep: str, failure: str) -> Obj:
+    """The apiserver's record of the controller's patch that failed the sync (webhook failure or invalid)."""
+    if "failed calling webhook" in failure:
+        status: Obj = {"metadata": {}, "status": "Failure", "message": failure, "reason": "InternalError",
+                       "details": {"causes": [{"message": failure}]}, "code": 500}
+    else:
+        status = {"metadata": {}, "status": "Failure", "message": failure, "reason": "Invalid",
+                  "details": {"name": dep, "group": "apps", "kind": "Deployment",
+                              "causes": [{"reason": "FieldValueRequired", "message": "Required value",
+                                          "field": "spec.template.spec.containers[0].image"}]}, "code": 422}
     return audit_event("patch", f"/apis/apps/v1/namespaces/{ns}/deployments/{dep}?fieldManager=argocd-controller",
                        _CONTROLLER_USER, UA_CONTROLLER,
                        {"resource": "deployments", "namespace": ns, "name": dep, "apiGroup": "apps",
-                        "apiVersion": "v1"},
-                       {"metadata": {}, "status": "Failure", "message": failure, "reason": "InternalError",
-                        "details": {"causes": [{"message": failure}]}, "code": 500}, "10.99.0.10",
+                        "apiVersion": "v1"}, status, "10.99.0.10",
                        _rbac("argocd-application-controller", "argocd-application-controller"))
 
 
@@ -1704,7 +1713,7 @@ def plan_logs(m: Model) -> tuple[list[LogTask], list[AuditTask]]:
                                                      "syncId": f"{rng.randrange(1, 99999):05d}-{suffix(rng, 5)}"})),
             (t, ("info", f"updated '{app}' operation (phase: Failed)", {"application": app})),
         ])
-        audit_planned.append((t - 2 * NS - 30_000_000, webhook_failure_event(a.namespace, dep, a.failure or "")))
+        audit_planned.append((t - 2 * NS - 30_000_000, failed_patch_event(a.namespace, dep, a.failure or "")))
 
     tasks = []
     for pod, container, share, fmt, prefix, previous in layout:

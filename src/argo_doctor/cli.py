@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,6 +91,8 @@ def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...]) -> 
         rows = []
         for obj in sorted(snap.all(), key=lambda o: (o.location.split(":")[0], o.kind, o.namespace, o.name)):
             verdict = assessor.assess(obj.raw)
+            if verdict is not None:
+                verdict = replace(verdict, message=snap.scrubber.scrub(verdict.message))
             rows.append((obj, verdict))
         problems = [*snap.problems, *assessor.problems]
         if output == "json":

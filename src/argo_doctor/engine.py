@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from argo_doctor import knowledge
@@ -14,6 +14,7 @@ from argo_doctor.health import HealthAssessor, LuaHealthScripts
 from argo_doctor.model import Finding, Problem, TimelineEntry
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_logs
+from argo_doctor.sources.redact import SecretScrubber
 from argo_doctor.timeline import build_timeline
 
 BUILTIN_GROUPS = {"", "apps", "batch", "autoscaling", "policy", "extensions"}
@@ -73,8 +74,27 @@ def run_scan(snap: Snapshot, analyzers: list[Analyzer], lua_dirs: tuple[Path, ..
             snap.problems.append(Problem(f"analyzer {analyzer.id}", f"internal error: {type(exc).__name__}: {exc}"))
     snap.problems.extend(Problem(p.location, p.message) for p in ctx.health.problems)
     snap.problems.extend(unknown_kinds(snap))
+    findings = [scrub_finding(f, snap.scrubber) for f in findings]
     findings.sort(key=lambda f: (-f.severity, f.rule, f.title))
-    return ScanResult(snap, findings, build_timeline(snap, findings), _dedupe(snap.problems), stats)
+    problems = [Problem(p.location, snap.scrubber.scrub(p.message)) for p in _dedupe(snap.problems)]
+    return ScanResult(snap, findings, build_timeline(snap, findings), problems, stats)
+
+
+def scrub_finding(finding: Finding, scrubber: SecretScrubber) -> Finding:
+    """The finding with every Secret value of the snapshot removed from its text."""
+    scrub = scrubber.scrub
+    return replace(
+        finding,
+        title=scrub(finding.title),
+        summary=scrub(finding.summary),
+        evidence=[replace(e, excerpt=scrub(e.excerpt)) for e in finding.evidence],
+        remediation=replace(
+            finding.remediation,
+            text=scrub(finding.remediation.text),
+            patch=scrub(finding.remediation.patch) if finding.remediation.patch else None,
+            command=scrub(finding.remediation.command) if finding.remediation.command else None,
+        ),
+    )
 
 
 def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> None:

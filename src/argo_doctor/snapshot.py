@@ -18,7 +18,7 @@ from argo_doctor.model import Problem, Ref
 from argo_doctor.sources.audit import AuditEvent, AuditFile, read_audit_file
 from argo_doctor.sources.logs import LogFile, LogRecord, parse_line
 from argo_doctor.sources.objects import RawObject
-from argo_doctor.sources.redact import redact_object
+from argo_doctor.sources.redact import SecretScrubber, redact_object
 from argo_doctor.timeutil import parse_time
 
 ARGOCD_GROUP = "argoproj.io"
@@ -194,12 +194,14 @@ class Snapshot:
         self.log_files: list[LogFile] = []
         self.audit_files: list[AuditFile] = []
         self.roots: list[Path] = []
+        self.scrubber = SecretScrubber()
         self._objects: dict[tuple[str, str, str, str], Obj] = {}
         self._by_kind: dict[tuple[str, str], list[Obj]] = defaultdict(list)
 
     # -- building -------------------------------------------------------------------------
     def add(self, raw: RawObject) -> None:
         """Index one object (Secrets are redacted first)."""
+        self.scrubber.add_secret(raw.data)
         obj = Obj(redact_object(raw.data), raw.location)
         key = obj.key
         previous = self._objects.get(key)

@@ -70,6 +70,9 @@ def test_plain_text_keeps_best_timestamp() -> None:
     assert parse_line("2026-11-20 15:00:01,250 INFO start", FILE, 1, REF).time == datetime(
         2026, 11, 20, 15, 0, 1, 250000, tzinfo=UTC
     )
+    assert parse_line("2026/11/20 14:23:45 fatal: config missing", FILE, 1, REF).time == datetime(
+        2026, 11, 20, 14, 23, 45, tzinfo=UTC
+    )
     assert parse_line("panic: open /etc/config.yaml: no such file", FILE, 1, REF).time is None
 
 

@@ -15,7 +15,7 @@ from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
 from argo_doctor.health import Health, HealthStatus
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
-from argo_doctor.snapshot import Obj
+from argo_doctor.snapshot import Obj, mapping
 from argo_doctor.timeutil import parse_time
 
 SEVERITY = {
@@ -26,6 +26,7 @@ SEVERITY = {
     HealthStatus.SUSPENDED: Severity.INFO,
 }
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Rollout", "Job"}
+BLOCKING_CONDITIONS = ("ComparisonError", "InvalidSpecError")
 MAX_PODS = 3
 MAX_EVENTS = 5
 DOCS = ("https://argo-cd.readthedocs.io/en/stable/operator-manual/health/",)
@@ -116,8 +117,21 @@ class AppUnhealthy(Analyzer):
                     and any(_same(e.involved, r) for r in related)]
         evidence.extend(event_evidence(e) for e in warnings[-MAX_EVENTS:])
         summary = f"Argo CD reports Application {app.namespace}/{app.name} as {status.value}."
+        errors = [c for c in app.status.get("conditions") or []
+                  if isinstance(c, dict) and str(c.get("type")) in BLOCKING_CONDITIONS]
+        for cond in errors:
+            evidence.append(object_evidence(app, ".status.conditions", f"{cond.get('type')}: {cond.get('message')}",
+                                            parse_time(cond.get("lastTransitionTime"))))
         if lines:
             summary += f" {plural(len(culprits), 'managed resource')} not Healthy: " + "; ".join(lines) + "."
+            phase = mapping(app.status.get("operationState")).get("phase")
+            if phase in ("Failed", "Error") and any(c.health.status == HealthStatus.MISSING for c in culprits):
+                summary += f" Its last sync ended in {phase}, which is why resources are missing (see sync-failed)."
+        elif errors:
+            summary += (
+                f" Argo CD could not compare it with its source ({errors[0].get('type')}: {errors[0].get('message')}),"
+                " so the health it shows is not about the resources: fix that error first."
+            )
         else:
             summary += " No managed resource in the input explains it (their objects may not have been collected)."
         return Finding(
@@ -128,7 +142,7 @@ class AppUnhealthy(Analyzer):
             summary=summary,
             objects=objects,
             evidence=evidence,
-            remediation=_remediation(app, culprits),
+            remediation=_remediation(app, culprits, bool(errors)),
         )
 
     def _pod_evidence(self, ctx: Context, culprit: Culprit, lines: list[str]) -> Iterator[Evidence]:
@@ -137,7 +151,7 @@ class AppUnhealthy(Analyzer):
             extra = f" (and {len(culprit.pods) - MAX_PODS} more)" if len(culprit.pods) > MAX_PODS else ""
             lines.append(
                 f"its {plural(len(culprit.pods), 'pod')} not Healthy{extra}: "
-                + ", ".join(f"{p.name} {h.status.value}{': ' + h.message if h.message else ''}" for p, h in shown)
+                + ", ".join(_pod_line(p, h) for p, h in shown)
             )
         for pod, health in shown:
             yield object_evidence(pod, ".status.containerStatuses", f"{health.status.value}: {health.message}")
@@ -153,11 +167,35 @@ class AppUnhealthy(Analyzer):
                     yield from (log_evidence(r) for r in ctx.snap.log_tail(chosen, 3))
 
 
+def _pod_line(pod: Obj, health: Health) -> str:
+    detail = container_states(pod) or health.message
+    return f"{pod.name} {health.status.value}" + (f" ({detail})" if detail else "")
+
+
+def container_states(pod: Obj) -> str:
+    """What each unready container is doing: `api CrashLoopBackOff, last exit code 1, 9 restarts`."""
+    parts = []
+    for cs in pod.status.get("containerStatuses") or []:
+        if not isinstance(cs, dict) or cs.get("ready"):
+            continue
+        state = mapping(cs.get("state"))
+        waiting, terminated = mapping(state.get("waiting")), mapping(state.get("terminated"))
+        last = mapping(mapping(cs.get("lastState")).get("terminated"))
+        text = f"{cs.get('name')} {waiting.get('reason') or terminated.get('reason') or 'not ready'}"
+        exit_code = terminated.get("exitCode", last.get("exitCode"))
+        if exit_code is not None:
+            text += f", last exit code {exit_code}"
+        if cs.get("restartCount"):
+            text += f", {plural(int(cs['restartCount']), 'restart')}"
+        parts.append(text)
+    return "; ".join(parts)
+
+
 def _same(a: Ref, b: Ref) -> bool:
     return a.kind == b.kind and a.name == b.name and a.namespace == b.namespace
 
 
-def _remediation(app: Obj, culprits: list[Culprit]) -> Remediation:
+def _remediation(app: Obj, culprits: list[Culprit], blocked: bool) -> Remediation:
     crashing = [(c, p) for c in culprits for p, h in c.pods if h.status == HealthStatus.DEGRADED]
     missing = [c for c in culprits if c.health.status == HealthStatus.MISSING]
     steps = []
@@ -175,10 +213,24 @@ def _remediation(app: Obj, culprits: list[Culprit]) -> Remediation:
             "Resources declared in Git are absent from the cluster: look at the last sync result "
             f"(`argocd app get {app.namespace}/{app.name} --show-operation`) and sync again."
         )
+    if blocked and not culprits:
+        steps.append(
+            "Render the application's source locally on its target revision (helm template / kustomize build), "
+            "fix the error the condition names, then hard-refresh the application."
+        )
+        command = f"argocd app get {app.namespace}/{app.name} --hard-refresh"
+    progressing = [c for c in culprits if c.health.status == HealthStatus.PROGRESSING]
+    if not steps and progressing:
+        steps.append(
+            "Progressing is normal while a rollout, Job or load balancer is under way; it needs action only when it "
+            "lasts longer than that work should take. Check the resource's conditions and events."
+        )
+        ref = progressing[0].ref
+        command = f"kubectl -n {ref.namespace} describe {ref.kind.lower()} {ref.name}"
     if not steps:
         steps.append(
-            "Inspect the resources named above (`kubectl describe`) and the Application's conditions; a custom "
-            "resource without a health check shows as Unknown only if a Lua customization says so."
+            "Inspect the resources named above (`kubectl describe`) and the Application's conditions: a resource "
+            "whose health is Unknown or Suspended says why in its status."
         )
         command = f"argocd app get {app.namespace}/{app.name} --show-operation"
     return Remediation(text=" ".join(steps), command=command, docs=DOCS)

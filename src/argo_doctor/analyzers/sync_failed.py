@@ -92,7 +92,7 @@ class SyncFailed(Analyzer):
         advice = [a for a in knowledge.sync_error_advice() if any(a.pattern.search(m) for m in messages)]
         summary = f"The last {who} of {qualified}"
         summary += f" to revision {revision[:12]}" if revision else ""
-        summary += f" ended in phase {phase}: {message or 'no message'}."
+        summary += f" ended in phase {phase}: {message.rstrip('.') or 'no message'}."
         if failed:
             summary += f" {plural(len(failed), 'resource')} failed: " + "; ".join(
                 f"{o} ({r.get('message') or r.get('status')})" for o, r in zip(objects[1:], failed, strict=True)

@@ -30,7 +30,7 @@ EXCERPT_LIMIT = 2000
 _KUBECTL_PREFIX = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
 _LOGFMT_PAIR = re.compile(r'([A-Za-z_][\w.\-/]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
 _KLOG = re.compile(r"([IWEF])(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?\s+\d+ ([^\]]*)\] ?(.*)", re.S)
-_ANY_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?")
+_ANY_TIME = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?")
 _KLOG_LEVELS = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
 _GO_ESCAPES = re.compile(r"\\(.)")
 _JSON_TIME_KEYS = ("time", "ts", "timestamp", "@timestamp")
@@ -125,7 +125,9 @@ def parse_line(text: str, file: LogFile, line: int, reference: datetime) -> LogR
         elif time is None:
             found = _ANY_TIME.search(body)
             if found:
-                time = parse_time(found.group(0).replace(",", "."))
+                year, month, day, clock, fraction, zone = found.groups()
+                fraction = f".{fraction[:6]}" if fraction else ""
+                time = parse_time(f"{year}-{month}-{day}T{clock}{fraction}{zone or ''}")
     return LogRecord(file, line, time, level.lower() if level else None, message, fields, raw)
 
 

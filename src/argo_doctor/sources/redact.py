@@ -51,6 +51,50 @@ def _decoded(value: Any) -> bytes:
         return text.encode()
 
 
+PUBLIC_SECRET_KEYS = frozenset({
+    "url", "type", "name", "project", "githubAppID", "githubAppInstallationID", "githubAppEnterpriseBaseUrl",
+    "server", "namespaces", "clusterResources", "enableOCI", "insecure", "forceHttpBasicAuth", "enableLfs",
+    "proxy", "noProxy",
+})
+"""Fields of Argo CD repository and cluster Secrets that Argo CD itself shows (`argocd repo list`)."""
+MIN_SECRET_LENGTH = 6
+
+
+class SecretScrubber:
+    """Remembers the Secret values of a snapshot (in memory only) and removes them from any text."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+
+    def add_secret(self, obj: dict[str, Any]) -> None:
+        """Remember the values of a Secret before it is redacted."""
+        if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
+            return
+        for key, decode in (("data", True), ("stringData", False)):
+            values = obj.get(key)
+            if not isinstance(values, dict):
+                continue
+            for name, value in values.items():
+                if name in PUBLIC_SECRET_KEYS or value is None:
+                    continue
+                text = _decoded(value).decode("utf-8", "replace") if decode else str(value)
+                self._remember(text)
+
+    def _remember(self, text: str) -> None:
+        # the whole value, and each line of a multi-line one (a PEM body, a config file)
+        for piece in {text, *text.splitlines()}:
+            if len(piece.strip()) >= MIN_SECRET_LENGTH:
+                self._values.add(piece.strip())
+
+    def scrub(self, text: str) -> str:
+        """`text` with every remembered value replaced, longest first."""
+        if not self._values or not text:
+            return text
+        for value in sorted((v for v in self._values if v in text), key=len, reverse=True):
+            text = text.replace(value, "<redacted secret value>")
+        return text
+
+
 def redact_object(obj: dict[str, Any]) -> dict[str, Any]:
     """Redact a Secret in place (values become fingerprints of the decoded bytes) and return it."""
     if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":

@@ -1,0 +1,402 @@
+#!/usr/bin/env python3
+"""Benchmark argo-doctor on a large synthetic bundle.
+
+Generates the bundle if needed (``bench/generate.py``), then measures, with a warm page
+cache: the full ``argo-doctor scan``, the scan of ``objects/`` alone, ``grep -F`` with the
+tool's own log signatures over the same logs, and a bare PyYAML/json parse of the same
+object files. Prints a table against the aims; ``--results`` appends it to a markdown file.
+See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from generate import format_size, parse_size
+
+BENCH = Path(__file__).resolve().parent
+MIB = 2**20
+AIM_LOG_RATIO = 0.33  # log pass throughput / grep -F throughput, at least
+AIM_OBJECT_RATIO = 1.5  # object pass time / bare parse time, at most
+AIM_RSS_MIB = 500  # peak RSS of the full scan, below
+SCAN_OK = (0, 1)  # scan exits 1 when a finding reaches --fail-on; its output is checked to be JSON
+
+
+@dataclass
+class Run:
+    """One measured child process."""
+
+    wall: float  # seconds
+    maxrss_mib: float  # ru_maxrss of the child (the largest of it and its reaped descendants)
+    tree_rss_mib: float | None  # sampled peak of the summed RSS of the child and its descendants
+    rc: int
+    stdout: Path
+    stderr: Path
+    cmd: list[str]
+
+    def context(self) -> str:
+        """The command line and the end of its stderr, for error messages."""
+        tail = self.stderr.read_text(errors="replace")[-2000:].strip()
+        return f"\n  command: {' '.join(self.cmd)}" + (f"\n  stderr:\n{tail}" if tail else "")
+
+
+class Row(NamedTuple):
+    """One line of the results table."""
+
+    metric: str
+    value: str
+    aim: str = ""
+    status: str = ""
+    detail: str = ""
+
+
+class TreeRss:
+    """Samples the summed RSS of a process and all its descendants from /proc (Linux only).
+
+    ``ru_maxrss`` gives the largest single process; when the scan runs worker processes, their
+    sum is what the machine has to hold. Sampling every ``interval`` seconds may miss short peaks.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.available = Path("/proc/self/statm").exists()
+        if self.available:
+            self._thread.start()
+
+    def _sample(self) -> int:
+        children: dict[int, list[int]] = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+        total, stack = 0, [self.pid]
+        while stack:
+            pid = stack.pop()
+            try:
+                with open(f"/proc/{pid}/statm", "rb") as f:
+                    total += int(f.read().split()[1]) * self._page
+            except (OSError, IndexError, ValueError):
+                continue
+            stack.extend(children.get(pid, ()))
+        return total
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, self._sample())
+
+    def stop(self) -> float | None:
+        """Stop sampling; the peak in MiB, or None where /proc is not available."""
+        self._stop.set()
+        if not self.available:
+            return None
+        self._thread.join()
+        return self.peak / MIB
+
+
+class BenchError(Exception):
+    """A step of the benchmark could not run; the message says which and why."""
+
+
+def measure(cmd: Sequence[str | os.PathLike[str]], workdir: Path, name: str, env: dict[str, str] | None = None,
+            ok_codes: Sequence[int] | None = (0,), sample_tree: bool = False) -> Run:
+    """Run ``cmd`` once; wall time from spawn to reap, peak RSS from ``os.wait4``.
+
+    ``ok_codes`` None accepts any exit code; ``sample_tree`` also samples the process tree's RSS.
+    """
+    out, err = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
+    with open(out, "wb") as fo, open(err, "wb") as fe:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([os.fspath(c) for c in cmd], stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=env)
+        sampler = TreeRss(proc.pid) if sample_tree else None
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    tree = sampler.stop() if sampler else None
+    proc.returncode = rc = os.waitstatus_to_exitcode(status)
+    run = Run(wall, usage.ru_maxrss / 1024, tree, rc, out, err, [os.fspath(c) for c in cmd])
+    if ok_codes is not None and rc not in ok_codes:
+        raise BenchError(f"{name}: exited with {rc}{run.context()}")
+    return run
+
+
+def best_of(n: int, cmd: Sequence[str | os.PathLike[str]], workdir: Path, name: str,
+            env: dict[str, str] | None = None, ok_codes: Sequence[int] | None = (0,),
+            sample_tree: bool = False) -> Run:
+    """Run ``cmd`` ``n`` times; the fastest wall time and the highest peak RSS."""
+    runs = [measure(cmd, workdir, name, env, ok_codes, sample_tree) for _ in range(n)]
+    fastest = min(runs, key=lambda r: r.wall)
+    fastest.maxrss_mib = max(r.maxrss_mib for r in runs)
+    trees = [r.tree_rss_mib for r in runs if r.tree_rss_mib is not None]
+    fastest.tree_rss_mib = max(trees) if trees else None
+    return fastest
+
+
+def files_under(path: Path) -> list[Path]:
+    """Regular files below ``path``, sorted."""
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+
+
+def warm_cache(files: Sequence[Path]) -> tuple[int, float]:
+    """Read every file once so that all measurements run with a warm page cache."""
+    t0 = time.perf_counter()
+    total = 0
+    buf = bytearray(8 * MIB)
+    for p in files:
+        with open(p, "rb", buffering=0) as f:
+            while n := f.readinto(buf):
+                total += n
+    return total, time.perf_counter() - t0
+
+
+@dataclass
+class ScanSummary:
+    """What ``scan -o json`` reported, as far as the document tells."""
+
+    findings: int | None = None
+    severities: dict[str, int] | None = None
+    errors: int | None = None
+    source: dict[str, Any] | None = None
+
+    def describe(self) -> str:
+        """The tool's view of the input, for the detail column."""
+        parts = []
+        if self.source:
+            parts += [f"{self.source[k]} {label}" for k, label in
+                      (("objects", "objects"), ("logFiles", "log files"), ("auditFiles", "audit files"))
+                      if k in self.source]
+        if self.errors is not None:
+            parts.append(f"{self.errors} input errors")
+        return ", ".join(parts)
+
+
+def scan_summary(run: Run) -> ScanSummary:
+    """Parse ``scan -o json`` output (which must be JSON whatever the exit code) into a summary."""
+    try:
+        doc: Any = json.loads(run.stdout.read_bytes())
+    except ValueError as e:
+        raise BenchError(f"scan exited with {run.rc} and its output is not JSON ({e}){run.context()}") from e
+    findings = doc.get("findings") if isinstance(doc, dict) else doc
+    summary = ScanSummary()
+    if isinstance(findings, list):
+        summary.findings = len(findings)
+        summary.severities = dict(Counter(str(f.get("severity", "?")) for f in findings if isinstance(f, dict)))
+    if isinstance(doc, dict):
+        if isinstance(doc.get("errors"), list):
+            summary.errors = len(doc["errors"])
+        if isinstance(doc.get("source"), dict):
+            summary.source = doc["source"]
+    return summary
+
+
+def cpu_model() -> str:
+    """CPU model name from /proc/cpuinfo (or the platform's idea of it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def tool_version(argo: Path) -> str:
+    """``argo-doctor --version``, or ``?``."""
+    try:
+        res = subprocess.run([argo, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return (res.stdout.split() or ["?"])[-1] if res.returncode == 0 else "?"  # "argo-doctor, version X"
+
+
+def git_commit() -> str:
+    """Short commit of the work tree (read-only), or ``?``."""
+    try:
+        res = subprocess.run(["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return res.stdout.strip() if res.returncode == 0 else "?"
+
+
+def ok(flag: bool | None) -> str:
+    """Mark for an aim: met, missed or not measurable."""
+    return "n/a" if flag is None else ("ok" if flag else "MISSED")
+
+
+def fmt(v: float | None, spec: str) -> str:
+    """Format a number, or ``n/a``."""
+    return "n/a" if v is None else format(v, spec)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--apps", type=int, default=2000, help="Applications in the bundle (default 2000)")
+    ap.add_argument("--pods", type=int, default=20000, help="workload pods in the bundle (default 20000)")
+    ap.add_argument("--log-bytes", default="1G", help="container log volume, e.g. 200M, 1G (default 1G)")
+    ap.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
+    ap.add_argument("--data", type=Path, default=None,
+                    help="bundle directory (default bench/.data/bundle-a<apps>-p<pods>-l<log-bytes>-s<seed>)")
+    ap.add_argument("--argo-doctor", type=Path, default=Path(sys.executable).parent / "argo-doctor",
+                    help="argo-doctor executable (default: the one next to this Python)")
+    ap.add_argument("--repeat", type=int, default=1, help="run each measurement N times, keep the fastest")
+    ap.add_argument("--results", type=Path, nargs="?", const=BENCH / "RESULTS.md", default=None,
+                    help="append the results as a markdown section to FILE (default bench/RESULTS.md)")
+    ap.add_argument("--check", action="store_true", help="exit 1 if an aim is missed")
+    args = ap.parse_args(argv)
+    try:
+        log_bytes = parse_size(args.log_bytes)
+    except argparse.ArgumentTypeError as e:
+        ap.error(str(e))
+    name = f"bundle-a{args.apps}-p{args.pods}-l{format_size(log_bytes)}-s{args.seed}"
+    data: Path = args.data or BENCH / ".data" / name
+    argo: Path = args.argo_doctor
+    try:
+        return run(args, data, argo, log_bytes)
+    except BenchError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace, data: Path, argo: Path, log_bytes: int) -> int:
+    """Generate, measure, report."""
+    if not (argo.is_file() and os.access(argo, os.X_OK)):
+        raise BenchError(f"argo-doctor not found at {argo}; install the project or pass --argo-doctor PATH")
+    grep = shutil.which("grep")
+    if not grep:
+        raise BenchError("grep not found on PATH")
+    gen = subprocess.run([sys.executable, BENCH / "generate.py", "--out", data, "--apps", str(args.apps),
+                          "--pods", str(args.pods), "--log-bytes", str(log_bytes), "--seed", str(args.seed)],
+                         check=False)
+    if gen.returncode:
+        raise BenchError(f"generating the bundle into {data} failed")
+    log_files = files_under(data / "logs")
+    audit_files = files_under(data / "audit")
+    line_files = log_files + audit_files
+    stream_bytes = sum(p.stat().st_size for p in line_files)
+    audit_bytes = sum(p.stat().st_size for p in audit_files)
+    all_files = files_under(data)
+    warmed, warm_s = warm_cache(all_files)
+    print(f"bench: bundle {data}: {warmed / MIB:.0f} MiB in {len(all_files)} files "
+          f"(read in {warm_s:.1f}s to warm the page cache)", file=sys.stderr)
+
+    with tempfile.TemporaryDirectory(prefix="argo-doctor-bench-") as tmp:
+        work = Path(tmp)
+        print("bench: argo-doctor signatures", file=sys.stderr)
+        sigs = measure([argo, "signatures"], work, "signatures")
+        needles = [line.rstrip(b"\r") for line in sigs.stdout.read_bytes().split(b"\n") if line.strip()]
+        if not needles:
+            raise BenchError("`argo-doctor signatures` printed no needles")
+        needle_file = work / "needles.txt"
+        needle_file.write_bytes(b"\n".join(needles) + b"\n")
+
+        print(f"bench: grep -c -F -f <{len(needles)} needles> over {len(line_files)} log/audit files",
+              file=sys.stderr)
+        grep_run = best_of(args.repeat, [grep, "-c", "-F", "-f", needle_file, "--", *line_files], work, "grep",
+                           env=os.environ | {"LC_ALL": "C"}, ok_codes=(0, 1))
+        grep_lines = 0
+        for line in grep_run.stdout.read_text().splitlines():
+            grep_lines += int(line.rsplit(":", 1)[-1])
+
+        print("bench: bare parse of objects/ (PyYAML CSafeLoader + json)", file=sys.stderr)
+        bare = best_of(args.repeat, [sys.executable, BENCH / "bare_parse.py", data / "objects"], work, "bare")
+        bare_counts = json.loads(bare.stdout.read_text())
+
+        print("bench: argo-doctor scan <bundle>/objects -o json", file=sys.stderr)
+        obj_scan = best_of(args.repeat, [argo, "scan", data / "objects", "-o", "json"], work, "scan-objects",
+                           ok_codes=SCAN_OK)
+        obj_summary = scan_summary(obj_scan)
+
+        print("bench: argo-doctor scan <bundle> -o json", file=sys.stderr)
+        full = best_of(args.repeat, [argo, "scan", data, "-o", "json"], work, "scan-full", ok_codes=SCAN_OK,
+                       sample_tree=True)
+        summary = scan_summary(full)
+
+    log_pass = full.wall - obj_scan.wall
+    grep_mibs = stream_bytes / MIB / grep_run.wall
+    log_mibs = stream_bytes / MIB / log_pass if log_pass > 0 else None
+    log_ratio = log_mibs / grep_mibs if log_mibs is not None else None
+    obj_ratio = obj_scan.wall / bare.wall
+    rows: list[Row] = [
+        Row("log + audit bytes", f"{stream_bytes / MIB:.1f} MiB", detail=f"of which audit {audit_bytes / MIB:.1f} MiB"),
+        Row("grep -F -f signatures", f"{grep_mibs:.0f} MiB/s",
+            detail=f"{grep_run.wall:.2f} s, {len(needles)} needles, {grep_lines} lines matched"),
+        Row("log pass (full - objects)", f"{fmt(log_mibs, '.0f')} MiB/s", detail=f"{log_pass:.2f} s"),
+        Row("log pass / grep", fmt(log_ratio, ".2f"), f">= {AIM_LOG_RATIO}",
+            ok(None if log_ratio is None else log_ratio >= AIM_LOG_RATIO)),
+        Row("bare parse of objects/", f"{bare.wall:.2f} s",
+            detail=f"{bare_counts['objects']} objects in {bare_counts['files']} files"),
+        Row("object pass (scan objects/)", f"{obj_scan.wall:.2f} s",
+            detail=f"exit {obj_scan.rc}, peak RSS {obj_scan.maxrss_mib:.0f} MiB; {obj_summary.describe()}"),
+        Row("object pass / bare parse", f"{obj_ratio:.2f}", f"<= {AIM_OBJECT_RATIO}",
+            ok(obj_ratio <= AIM_OBJECT_RATIO)),
+        Row("full scan", f"{full.wall:.2f} s", detail=f"exit {full.rc}; {summary.describe()}"),
+        Row("peak RSS of full scan", f"{full.maxrss_mib:.0f} MiB", f"< {AIM_RSS_MIB}",
+            ok(full.maxrss_mib < AIM_RSS_MIB),
+            "" if full.tree_rss_mib is None else
+            f"largest process (wait4); sum over the process tree, sampled: {full.tree_rss_mib:.0f} MiB"),
+        Row("findings", "?" if summary.findings is None else str(summary.findings),
+            detail=", ".join(f"{k} {v}" for k, v in sorted((summary.severities or {}).items()))),
+    ]
+    header = Row("metric", "value", "aim", "status", "detail")
+    table = [header, *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    print()
+    for r in table:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    missed = [r.metric for r in rows if r.status == "MISSED"]
+    if args.results:
+        write_results(args.results, args, data, argo, log_bytes, rows)
+        print(f"\nbench: appended to {args.results}", file=sys.stderr)
+    return 1 if args.check and missed else 0
+
+
+def write_results(path: Path, args: argparse.Namespace, data: Path, argo: Path, log_bytes: int,
+                  rows: Sequence[Row]) -> None:
+    """Append one markdown section with the date, machine, parameters and the table."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    stamp = json.loads((data / ".bench-params.json").read_text())
+    lines = []
+    if not path.exists() or path.stat().st_size == 0:
+        lines += ["# argo-doctor benchmark results", "",
+                  "Sections appended by `bench/run.py --results`; bench/README.md explains each number.", ""]
+    lines += [
+        f"## {now}: {ncpu} CPU, {cpu_model()}", "",
+        f"- parameters: apps {args.apps}, pods {args.pods}, log bytes {format_size(log_bytes)}, "
+        f"audit bytes {stamp['audit_bytes'] / MIB:.1f} MiB, seed {args.seed}, best of {args.repeat}",
+        f"- argo-doctor {tool_version(argo)}, commit {git_commit()}, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}", "",
+        "| metric | value | aim | status | detail |", "|---|---:|---|---|---|",
+    ]
+    lines += [f"| {' | '.join(r)} |" for r in rows]
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

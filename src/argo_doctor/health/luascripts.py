@@ -1,0 +1,456 @@
+"""Lua health customizations: where Argo CD finds them, and running them in a sandbox.
+
+Sources, in Argo CD's order of precedence:
+
+1. argocd-cm overrides: `resource.customizations.health.<group>_<Kind>` keys (with
+   `resource.customizations.useOpenLibs.<group>_<Kind>`), and the older
+   `resource.customizations` YAML block (`<group>/<Kind>: {health.lua, health.lua.useOpenLibs}`),
+   whose keys may hold globs (`*.aws.crossplane.io/*`). An exact key beats a glob.
+2. Built-in scripts: a directory in the layout of Argo CD's `resource_customizations`
+   (`DIR/<group>/<Kind>/health.lua`, `DIR/<Kind>/health.lua` for the core group, `_` in a
+   directory name acting as `*`). Argo CD runs these with the standard libraries open.
+
+Scripts run in a fresh Lua 5.1 state (lupa.lua51; gopher-lua is also 5.1) per object, with
+the globals Argo CD provides. Unlike Argo CD, `useOpenLibs` never grants io, the full os,
+debug or file loading here. A script is stopped after an instruction budget (Argo CD: a one
+second timeout) or a memory cap (Argo CD: none).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from argo_doctor.health.types import Health, HealthProblem, HealthStatus
+
+CUSTOMIZATIONS_KEY = "resource.customizations"
+INVALID_HEALTH_STATUS = "Lua returned an invalid health status"
+DEFAULT_MAX_INSTRUCTIONS = 10_000_000
+DEFAULT_MAX_MEMORY = 64 * 1024 * 1024
+DEFAULT_MAX_CPU_SECONDS = 2.0
+DEFAULT_WALL_TIMEOUT = 10.0
+_TICK = 1000
+_IGNORED_TYPES = {"actions", "ignoreDifferences", "ignoreResourceUpdates", "knownTypeFields"}
+
+
+@dataclass(frozen=True)
+class LuaScript:
+    """One health script and where it came from."""
+
+    key: str  # "<group>/<Kind>", "<Kind>" for the core group, or a glob of those
+    source: str
+    use_open_libs: bool
+    location: str
+    builtin: bool = False  # from a resource_customizations directory rather than argocd-cm
+
+
+# --- glob matching (gobwas/glob without separators, as Argo CD's util/glob uses it) ---------
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str] | None:
+    out: list[str] = []
+    i, depth = 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            end = pattern.find("]", i + 1)
+            if end < 0:
+                return None
+            body = pattern[i + 1 : end]
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
+            i = end
+        elif ch == "{":
+            depth += 1
+            out.append("(?:")
+        elif ch == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif ch == "," and depth:
+            out.append("|")
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    if depth:
+        return None
+    try:
+        return re.compile("".join(out), re.DOTALL)
+    except re.error:
+        return None
+
+
+def glob_match(pattern: str, text: str) -> bool:
+    """Whether `text` matches `pattern`; an invalid pattern matches nothing."""
+    regex = _glob_regex(pattern)
+    return regex is not None and regex.fullmatch(text) is not None
+
+
+def config_key(group: str, kind: str) -> str:
+    """Argo CD's override key for a group and kind."""
+    return f"{group}/{kind}" if group else kind
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _parse_go_bool(text: str) -> bool | None:
+    """strconv.ParseBool."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    return None
+
+
+def _split_key_to_override(group_kind: str) -> str | None:
+    """`<group>_<Kind>` or `<Kind>` from a split argocd-cm key, as Argo CD's convertToOverrideKey."""
+    parts = group_kind.split("_")
+    if len(parts) == 2:
+        key = f"{parts[0]}/{parts[1]}"
+    elif len(parts) == 1 and group_kind:
+        key = group_kind
+    else:
+        return None
+    return "*/*" if key == "all" else key
+
+
+class LuaHealthScripts:
+    """The Lua health scripts in effect, by Argo CD's lookup order."""
+
+    def __init__(
+        self,
+        overrides: Mapping[str, LuaScript] | None = None,
+        builtins: Mapping[str, LuaScript] | None = None,
+        problems: Iterable[HealthProblem] = (),
+    ) -> None:
+        self.overrides: dict[str, LuaScript] = dict(overrides or {})
+        self.builtins: dict[str, LuaScript] = dict(builtins or {})
+        self.problems: tuple[HealthProblem, ...] = tuple(problems)
+
+    def __len__(self) -> int:
+        return len(self.overrides) + len(self.builtins)
+
+    def __repr__(self) -> str:
+        return f"LuaHealthScripts(overrides={sorted(self.overrides)}, builtins={sorted(self.builtins)})"
+
+    @classmethod
+    def from_argocd_cm(cls, data: Mapping[str, str], location: str = "argocd-cm") -> LuaHealthScripts:
+        """Health scripts from argocd-cm `data` (split keys win over the YAML block)."""
+        problems: list[HealthProblem] = []
+        sources: dict[str, tuple[str, str]] = {}  # key -> (source, location)
+        open_libs: dict[str, bool] = {}
+
+        block = data.get(CUSTOMIZATIONS_KEY)
+        if isinstance(block, str) and block.strip():
+            cls._parse_block(block, location, sources, open_libs, problems)
+
+        for cm_key in sorted(data):
+            value = data[cm_key]
+            if not cm_key.startswith(CUSTOMIZATIONS_KEY):
+                continue
+            parts = cm_key.split(".", 3)
+            if len(parts) < 4:
+                continue
+            where = f"{location} {cm_key}"
+            key = _split_key_to_override(parts[3])
+            if key is None:
+                problems.append(
+                    HealthProblem(
+                        where,
+                        "group kind should be `<group>_<Kind>` or `<Kind>`; "
+                        "Argo CD rejects all resource customizations",
+                    )
+                )
+                continue
+            kind_of = parts[2]
+            if kind_of == "health":
+                if isinstance(value, str) and value:
+                    sources[key] = (value, where)
+            elif kind_of == "useOpenLibs":
+                parsed = _parse_go_bool(str(value).strip()) if value is not None else None
+                if parsed is None:
+                    problems.append(
+                        HealthProblem(where, f"not a boolean: {value!r}; Argo CD rejects all resource customizations")
+                    )
+                else:
+                    open_libs[key] = parsed
+            elif kind_of not in _IGNORED_TYPES:
+                problems.append(HealthProblem(where, f"resource customization type {kind_of} not supported"))
+
+        overrides = {
+            key: LuaScript(key, source, open_libs.get(key, False), where) for key, (source, where) in sources.items()
+        }
+        return cls(overrides=overrides, problems=problems)
+
+    @staticmethod
+    def _parse_block(
+        block: str,
+        location: str,
+        sources: dict[str, tuple[str, str]],
+        open_libs: dict[str, bool],
+        problems: list[HealthProblem],
+    ) -> None:
+        where = f"{location} {CUSTOMIZATIONS_KEY}"
+        try:
+            parsed = yaml.safe_load(block)
+        except yaml.YAMLError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            problems.append(HealthProblem(where, f"invalid YAML: {first}; Argo CD ignores all customizations"))
+            return
+        if parsed is None:
+            return
+        if not isinstance(parsed, dict):
+            problems.append(HealthProblem(where, "not a mapping of <group>/<Kind> to customizations"))
+            return
+        for raw_key, entry in parsed.items():
+            key = str(raw_key)
+            entry_where = f"{where}[{key}]"
+            if entry is None:
+                continue
+            if not isinstance(entry, dict):
+                problems.append(HealthProblem(entry_where, "customization is not a mapping"))
+                continue
+            source = entry.get("health.lua")
+            if source is not None and not isinstance(source, str):
+                problems.append(HealthProblem(f"{entry_where}.health.lua", "health.lua is not a string"))
+                continue
+            if source:
+                sources[key] = (source, f"{entry_where}.health.lua")
+            flag = entry.get("health.lua.useOpenLibs")
+            if isinstance(flag, bool):
+                open_libs[key] = flag
+            elif flag is not None:
+                problems.append(HealthProblem(f"{entry_where}.health.lua.useOpenLibs", f"not a boolean: {flag!r}"))
+
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike[str]) -> LuaHealthScripts:
+        """Built-in-style scripts from `DIR/<group>/<Kind>/health.lua` (and `DIR/<Kind>/health.lua`)."""
+        root = Path(path)
+        if not root.is_dir():
+            return cls(problems=[HealthProblem(str(root), "Lua customization directory not found")])
+        builtins: dict[str, LuaScript] = {}
+        problems: list[HealthProblem] = []
+        for file in sorted(root.rglob("health.lua")):
+            parts = file.parent.relative_to(root).parts
+            if len(parts) not in (1, 2) or not file.is_file():
+                continue
+            key = "/".join(p.replace("_", "*") for p in parts)
+            try:
+                source = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(HealthProblem(str(file), f"cannot read: {exc}"))
+                continue
+            builtins[key] = LuaScript(key, source, True, str(file), builtin=True)
+        return cls(builtins=builtins, problems=problems)
+
+    def merged(self, other: LuaHealthScripts) -> LuaHealthScripts:
+        """Both sets of scripts; `other` wins where both define the same key at the same level."""
+        return LuaHealthScripts(
+            {**self.overrides, **other.overrides},
+            {**self.builtins, **other.builtins},
+            self.problems + other.problems,
+        )
+
+    def script_for(self, group: str, kind: str) -> LuaScript | None:
+        """The script Argo CD would run for this kind: override, glob override, built-in, glob built-in."""
+        key = config_key(group, kind)
+        for table in (self.overrides, self.builtins):
+            if key in table:
+                return table[key]
+            for pattern in sorted(table):
+                if glob_match(pattern, key):
+                    return table[pattern]
+        return None
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LuaOutcome:
+    """The health a script gives (None: Argo CD shows none) and what went wrong, if anything."""
+
+    health: Health | None
+    problem: str | None = None
+
+
+_sandbox_source: str | None = None
+
+
+def _sandbox() -> str:
+    global _sandbox_source
+    if _sandbox_source is None:
+        _sandbox_source = resources.files("argo_doctor.health").joinpath("lua/sandbox.lua").read_text("utf-8")
+    return _sandbox_source
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _lua_module() -> Any:
+    """lupa's Lua 5.1 build (gopher-lua implements 5.1); lupa's default Lua otherwise."""
+    try:
+        from lupa import lua51
+    except ImportError:  # pragma: no cover - a lupa without the Lua 5.1 build
+        import lupa as lua51
+    return lua51
+
+
+LUA_VERSION = ".".join(str(n) for n in _lua_module().LUA_VERSION)
+"""The Lua version scripts run under here ("5.1" with lupa's lua51 build)."""
+
+
+def _runtime(module: Any) -> Any:
+    return module.LuaRuntime(
+        register_eval=False,
+        register_builtins=False,
+        max_memory=0,
+        attribute_filter=_deny_attributes,
+    )
+
+
+def _plain(value: Any) -> Any:
+    """The object as JSON would carry it: timestamps and other scalars become strings."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None and value.utcoffset() == datetime.timedelta(0):
+            return value.replace(tzinfo=None).isoformat() + "Z"
+        return value.isoformat()
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return str(value)
+
+
+def _deny_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
+    raise AttributeError("Python attributes are not available to health scripts")
+
+
+def run_health_script(
+    script: LuaScript,
+    obj: Mapping[str, Any],
+    *,
+    max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+    max_memory: int = DEFAULT_MAX_MEMORY,
+    max_cpu_seconds: float = DEFAULT_MAX_CPU_SECONDS,
+    wall_timeout: float = DEFAULT_WALL_TIMEOUT,
+) -> LuaOutcome:
+    """Run `script` with `obj` as the global `obj`, the way Argo CD's ExecuteHealthLua does.
+
+    Stops: `max_instructions` VM instructions, `max_cpu_seconds` of CPU time (checked between
+    instructions), `max_memory` bytes beyond the object, and a `wall_timeout` watchdog for a
+    single library call that never returns (its thread is abandoned).
+    """
+    stops = {
+        "limit": f"Lua health script exceeded {max_instructions} instructions",
+        "time": f"Lua health script exceeded {max_cpu_seconds:g} s of CPU time",
+        "memory": f"Lua health script exceeded its memory limit of {max_memory} bytes",
+        "wall": f"Lua health script did not finish within {wall_timeout:g} s",
+    }
+    module = _lua_module()
+    lua = _runtime(module)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            runner = lua.execute(_sandbox())
+            table = lua.table_from(_plain(obj), recursive=True)
+            lua.set_max_memory(lua.get_memory_used() + max_memory)
+            box["result"] = runner(
+                script.source,
+                table,
+                script.use_open_libs,
+                max(1, max_instructions // _TICK),
+                _TICK,
+                stops["limit"],
+                max_cpu_seconds,
+                stops["time"],
+            )
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="argo-doctor-lua-health", daemon=True)
+    worker.start()
+    worker.join(wall_timeout)
+    if worker.is_alive():
+        return _stopped(stops["wall"])
+    error = box.get("error")
+    if isinstance(error, module.LuaMemoryError):
+        return _stopped(stops["memory"])
+    if isinstance(error, module.LuaError):
+        text = str(error)
+        for key in ("limit", "time"):
+            if stops[key] in text:
+                return _stopped(stops[key])
+        if "not enough memory" in text:
+            return _stopped(stops["memory"])
+        return _failed(text)
+    if error is not None:  # e.g. a returned string that is not UTF-8
+        return _failed(f"{type(error).__name__}: {error}")
+    result = box.get("result")
+    values = result if isinstance(result, tuple) else (result,)
+    outcome = values[0] if values else None
+    if outcome == "stopped":
+        return _stopped(str(values[1]))
+    if outcome == "memory":
+        return _stopped(stops["memory"])
+    if outcome == "error":
+        return _failed(str(values[1]))
+    return _interpret(values[1:])
+
+
+def _stopped(message: str) -> LuaOutcome:
+    return LuaOutcome(Health(HealthStatus.UNKNOWN, message), message)
+
+
+def _failed(message: str) -> LuaOutcome:
+    return LuaOutcome(Health(HealthStatus.UNKNOWN, message), f"Lua health script failed: {_one_line(message)}")
+
+
+def _interpret(values: tuple[Any, ...]) -> LuaOutcome:
+    """Argo CD's reading of the returned value (JSON-encode the table, decode into HealthStatus)."""
+    padded = [*values, *([None] * 8)]
+    result_type, status_type, status, message_type, message, empty, is_array = padded[:7]
+    if result_type == "nil":
+        return LuaOutcome(None, "Lua health script returned nothing; Argo CD shows no health for the resource")
+    if result_type != "table":
+        text = f"expect table output from Lua script, not {result_type}"
+        return LuaOutcome(Health(HealthStatus.UNKNOWN, text), f"Lua health script failed: {text}")
+    if empty or is_array:
+        return LuaOutcome(None, "Lua health script returned an empty table; Argo CD shows no health")
+    if status_type not in ("nil", "string") or message_type not in ("nil", "string"):
+        return LuaOutcome(
+            None,
+            "Lua health script returned a non-string status or message; Argo CD shows no health",
+        )
+    valid = {s.value for s in HealthStatus}
+    if status not in valid:
+        shown = "no status" if status is None else f"status {status!r}"
+        return LuaOutcome(
+            Health(HealthStatus.UNKNOWN, INVALID_HEALTH_STATUS),
+            f"Lua health script returned an invalid health status ({shown})",
+        )
+    return LuaOutcome(Health(HealthStatus(status), message or ""))

@@ -1,0 +1,60 @@
+"""Value types shared by the health checks: statuses, verdicts, problems and their ordering."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+class HealthStatus(str, enum.Enum):  # noqa: UP042 - the public API promises (str, Enum)
+    """A resource health status, spelled as Argo CD spells it."""
+
+    HEALTHY = "Healthy"
+    PROGRESSING = "Progressing"
+    DEGRADED = "Degraded"
+    SUSPENDED = "Suspended"
+    MISSING = "Missing"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True)
+class Health:
+    """A health verdict: status plus the message Argo CD shows next to it."""
+
+    status: HealthStatus
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class HealthProblem:
+    """Something wrong with a health customization (a Lua script or its configuration)."""
+
+    location: str
+    message: str
+
+
+# gitops-engine's healthOrder, most healthy first; IsWorse compares positions in it.
+_ORDER: tuple[HealthStatus, ...] = (
+    HealthStatus.HEALTHY,
+    HealthStatus.SUSPENDED,
+    HealthStatus.PROGRESSING,
+    HealthStatus.MISSING,
+    HealthStatus.DEGRADED,
+    HealthStatus.UNKNOWN,
+)
+_RANK = {status: rank for rank, status in enumerate(_ORDER)}
+
+
+def is_worse(current: HealthStatus, new: HealthStatus) -> bool:
+    """True when `new` ranks below `current` in gitops-engine's health order (IsWorse)."""
+    return _RANK[HealthStatus(new)] > _RANK[HealthStatus(current)]
+
+
+def worst(statuses: Iterable[HealthStatus]) -> HealthStatus:
+    """The least healthy of `statuses`; Healthy for none, as Argo CD starts from Healthy."""
+    result = HealthStatus.HEALTHY
+    for status in statuses:
+        if is_worse(result, status):
+            result = HealthStatus(status)
+    return result

@@ -1,0 +1,58 @@
+"""A validator for the JSON contract of docs/json-output.md (schema version 1)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+TOP = {"schemaVersion", "tool", "source", "findings", "timeline", "errors"}
+SOURCE = {"inputs", "format", "collectedAt", "cluster", "objects", "logFiles", "auditFiles"}
+FINDING = {"id", "rule", "severity", "title", "summary", "objects", "evidence", "remediation"}
+REF = {"apiVersion", "kind", "namespace", "name"}
+EVIDENCE = {"kind", "time", "location", "excerpt"}
+TIMELINE = {"time", "component", "kind", "location", "excerpt", "findings"}
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+KINDS = {"object", "log", "audit", "event", "metric", "probe"}
+TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$")
+
+
+def _time(value: Any, nullable: bool) -> None:
+    assert (value is None and nullable) or (isinstance(value, str) and TIME.match(value)), value
+
+
+def validate(doc: dict[str, Any]) -> None:
+    """Raise AssertionError where `doc` breaks the documented contract."""
+    assert set(doc) == TOP
+    assert doc["schemaVersion"] == 1
+    assert doc["tool"]["name"] == "argo-doctor" and isinstance(doc["tool"]["version"], str)
+    assert set(doc["source"]) == SOURCE
+    _time(doc["source"]["collectedAt"], nullable=True)
+    ids = set()
+    order = []
+    for finding in doc["findings"]:
+        assert set(finding) == FINDING, set(finding) ^ FINDING
+        assert re.match(rf"^{re.escape(finding['rule'])}:[0-9a-f]{{12}}$", finding["id"])
+        assert finding["id"] not in ids
+        ids.add(finding["id"])
+        assert finding["severity"] in SEVERITIES
+        order.append(SEVERITIES.index(finding["severity"]))
+        assert finding["title"] and "\n" not in finding["title"] and finding["summary"]
+        for ref in finding["objects"]:
+            assert set(ref) == REF and all(isinstance(v, str) for v in ref.values())
+        for item in finding["evidence"]:
+            assert set(item) == EVIDENCE and item["kind"] in KINDS and item["location"]
+            _time(item["time"], nullable=True)
+        remediation = finding["remediation"]
+        assert set(remediation) <= {"text", "patch", "command", "docs"} and {"text", "docs"} <= set(remediation)
+        assert isinstance(remediation["docs"], list)
+    assert order == sorted(order), "findings are not most severe first"
+    times = []
+    for entry in doc["timeline"]:
+        assert set(entry) == TIMELINE and entry["kind"] in KINDS
+        _time(entry["time"], nullable=False)
+        assert entry["findings"] and set(entry["findings"]) <= ids
+        times.append(datetime.fromisoformat(entry["time"]))
+    assert times == sorted(times)
+    for error in doc["errors"]:
+        assert set(error) == {"location", "message"} and error["location"] and error["message"]

@@ -1,0 +1,183 @@
+"""End to end: `argo-doctor scan` on the test bundles and the examples, through the CLI."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from argo_doctor.cli import main
+from argo_doctor.engine import run_scan, select_analyzers
+from argo_doctor.model import Problem
+from argo_doctor.sources import bundle as bundle_source
+from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_logs
+from argo_doctor.sources.redact import MIN_SECRET_LENGTH, PUBLIC_SECRET_KEYS
+from tests.conftest import BUNDLES, EXAMPLES
+from tests.report.contract import validate
+
+
+def _scan(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["scan", *args])
+    return result.exit_code, result.output
+
+
+def _json_scan(path: Path, *args: str) -> dict:  # type: ignore[type-arg]
+    code, out = _scan(str(path), "-o", "json", "--fail-on", "never", *args)
+    assert code == 0, out
+    doc = json.loads(out)
+    validate(doc)
+    return doc  # type: ignore[no-any-return]
+
+
+def _by_rule(doc: dict, rule: str) -> list[dict]:  # type: ignore[type-arg]
+    return [f for f in doc["findings"] if f["rule"] == rule]
+
+
+def test_engine_basic_findings() -> None:
+    doc = _json_scan(BUNDLES / "engine-basic")
+    (unhealthy,) = _by_rule(doc, "app-unhealthy")
+    assert unhealthy["severity"] == "high"
+    assert {"kind": "Deployment", "namespace": "payments", "name": "payments-api"}.items() <= next(
+        o for o in unhealthy["objects"] if o["kind"] == "Deployment"
+    ).items()
+    assert "payments-api-7c9d8f6b5d-jwdrt" in unhealthy["summary"] and "CrashLoopBackOff" in unhealthy["summary"]
+    logs = [e for e in unhealthy["evidence"] if e["kind"] == "log"]
+    assert any("PAYMENTS_STRIPE_WEBHOOK_SECRET" in e["excerpt"] for e in logs)
+    assert all(e["location"].startswith("logs/payments/payments-api-7c9d8f6b5d-jwdrt/api.log:") for e in logs)
+    assert any(e["kind"] == "event" and "BackOff" in e["excerpt"] for e in unhealthy["evidence"])
+
+    (failed,) = _by_rule(doc, "sync-failed")
+    assert failed["title"].startswith("Sync of metrics failed")
+    assert any(o["name"] == "kube-state-metrics" for o in failed["objects"])
+    assert "field is immutable" in failed["summary"] and "Replace=true" in failed["remediation"]["text"]
+    controller = [e for e in failed["evidence"] if e["kind"] == "log"]
+    assert controller and all("operation (phase: Failed)" in e["excerpt"] for e in controller)
+    assert controller[0]["time"].startswith("2026-11-20T14:05")
+    assert doc["errors"] == []
+    assert doc["source"]["format"] == "bundle-v1" and doc["source"]["collectedAt"] is not None
+
+
+def _secret_values(bundle: Path) -> set[str]:
+    """Every Secret value in the bundle's files (raw and decoded, and each line of multi-line ones),
+    except the public fields of Argo CD repository/cluster Secrets and values too short to mean anything."""
+    values: set[str] = set()
+    for path in (bundle / "objects").rglob("*"):
+        if path.suffix not in (".yaml", ".json"):
+            continue
+        text = path.read_text(errors="replace")
+        docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
+        objs = [o for d in docs if isinstance(d, dict) for o in (d.get("items") or [d])]
+        for obj in objs:
+            if not isinstance(obj, dict) or obj.get("kind") != "Secret":
+                continue
+            for key, value in (obj.get("data") or {}).items():
+                if key in PUBLIC_SECRET_KEYS:
+                    continue
+                decoded = base64.b64decode(value).decode(errors="replace")
+                values.update(v.strip() for v in (value, decoded, *decoded.splitlines()))
+    return {v for v in values if len(v) >= MIN_SECRET_LENGTH}
+
+
+@pytest.mark.parametrize("bundle", [BUNDLES / "engine-basic", EXAMPLES / "argocd-basic"])
+@pytest.mark.parametrize("output", ["json", "table", "markdown"])
+def test_no_secret_value_in_any_output(bundle: Path, output: str) -> None:
+    secrets = _secret_values(bundle)
+    assert secrets, "the bundle is meant to hold Secrets"
+    code, out = _scan(str(bundle), "-o", output, "--fail-on", "never")
+    assert code == 0
+    leaked = [s for s in secrets if s in out]
+    assert leaked == []
+    health = CliRunner().invoke(main, ["health", str(bundle), "-o", "json"])
+    assert health.exit_code == 0 and not [s for s in secrets if s in health.output]
+
+
+def test_exit_codes(tmp_path: Path) -> None:
+    bundle = str(BUNDLES / "engine-basic")
+    assert _scan(bundle)[0] == 1  # high findings, default --fail-on high
+    assert _scan(bundle, "--fail-on", "critical")[0] == 0
+    assert _scan(bundle, "--fail-on", "never")[0] == 0
+    code, out = _scan(str(tmp_path / "missing"))
+    assert code == 2 and out.strip().startswith("argo-doctor: error:") and "Traceback" not in out
+    assert _scan(bundle, "--rule", "no-such-rule")[0] == 2
+    assert _scan(bundle, "--rule", "sync-failed", "-o", "json")[0] == 1
+
+
+def test_rule_selection() -> None:
+    doc = _json_scan(BUNDLES / "engine-basic", "--rule", "sync-failed")
+    assert {f["rule"] for f in doc["findings"]} == {"sync-failed"}
+    doc = _json_scan(BUNDLES / "engine-basic", "--skip-rule", "sync-failed")
+    assert {f["rule"] for f in doc["findings"]} == {"app-unhealthy"}
+
+
+def test_bad_input_is_reported_and_the_scan_goes_on(tmp_path: Path) -> None:
+    bundle = tmp_path / "bad-input"
+    shutil.copytree(BUNDLES / "bad-input", bundle)
+    huge = bundle / "logs" / "argocd" / "argocd-application-controller-0" / "argocd-application-controller.log"
+    huge.parent.mkdir(parents=True)
+    with huge.open("wb") as out:
+        out.write(b'time="2026-11-20T14:05:41Z" level=info msg="Reconciliation completed"\n')
+        out.write(b"A" * (10 << 20) + b"\n")
+        out.write(b'time="2026-11-20T14:05:41Z" level=info ')
+        out.write(b'msg="updated \'argocd/metrics\' operation (phase: Failed)"\n')
+    doc = _json_scan(bundle)
+    errors = {e["location"]: e["message"] for e in doc["errors"]}
+    expected = {
+        "objects/broken.yaml:24": "invalid YAML",
+        "objects/bomb.yaml:2": "alias bomb",
+        "objects/broken.json:24": "invalid JSON",
+        "objects/empty.yaml:1": "empty file",
+        "objects/only-comments.yaml:1": "no Kubernetes objects",
+        "objects/latin1.yaml:3": "UTF-8",
+        "objects/unknown.yaml:1": "unknown kind Widget",
+        "objects/unknown.yaml:25": "not a Kubernetes object",
+        "objects/unknown.yaml:29": "not a Kubernetes object",
+        "objects/unknown.yaml:31": "not a Kubernetes object",
+        "logs/argocd/argocd-application-controller-0/argocd-application-controller.log:2": "longer than 1 MiB",
+    }
+    for location, text in expected.items():
+        assert text in errors.get(location, ""), (location, errors)
+    # the rest of the scan is intact: both findings, and the valid neighbours of broken documents
+    assert {f["rule"] for f in doc["findings"]} == {"app-unhealthy", "sync-failed"}
+    (failed,) = _by_rule(doc, "sync-failed")
+    assert any(e["location"].endswith("argocd-application-controller.log:3") for e in failed["evidence"])
+    health = CliRunner().invoke(main, ["health", str(bundle / "objects" / "broken.yaml"), "-o", "json"])
+    names = [o["name"] for o in json.loads(health.output)["objects"]]
+    assert names == ["team-a-config", "team-c-config"]
+
+
+def test_bad_log_lines_are_reported(tmp_path: Path) -> None:
+    """Binary junk, non-UTF-8 and another time zone in a repo-server log that a rule reads."""
+    snap = bundle_source.load([BUNDLES / "bad-input"], tmp_path)
+    (log_file,) = [f for f in snap.log_files if f.container == "repo-server"]
+    seen: list[LogRecord] = []
+    problems: list[Problem] = []
+    scan_logs([(log_file, [LogSignature("any", b"level=")])], lambda s, r, m: seen.append(r), problems,
+              snap.reference_time, ScanStats())
+    by_line = {r.line: r for r in seen}
+    assert by_line[7].time is not None and by_line[7].time.isoformat() == "2026-11-20T14:02:57+00:00"
+    assert by_line[9].level == "error"
+    locations = {p.location: p.message for p in problems}
+    assert "binary" in locations[f"{log_file.display}:4"]
+    assert "UTF-8" in locations[f"{log_file.display}:8"]
+    assert run_scan(snap, select_analyzers()).findings  # and the scan still runs on the same snapshot
+
+
+def test_tarball_scan_matches_directory_scan(tmp_path: Path) -> None:
+    archive = tmp_path / "engine-basic.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(BUNDLES / "engine-basic", arcname="engine-basic")
+    assert _json_scan(archive)["findings"] == _json_scan(BUNDLES / "engine-basic")["findings"]
+
+
+def test_every_example_validates_against_the_contract() -> None:
+    bundles = sorted(p.parent for p in EXAMPLES.rglob("bundle.yaml"))
+    assert bundles
+    for bundle in bundles:
+        doc = _json_scan(bundle)
+        assert doc["findings"], bundle
