@@ -19,7 +19,7 @@ from rich.table import Table
 from argo_doctor import __version__
 from argo_doctor.engine import health_assessor, run_scan, select_analyzers, signatures_for
 from argo_doctor.errors import ArgoDoctorError
-from argo_doctor.model import Severity
+from argo_doctor.model import Problem, Severity
 from argo_doctor.report import REPORTERS
 from argo_doctor.report.json import problem_json
 from argo_doctor.sources import bundle
@@ -94,7 +94,7 @@ def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...]) -> 
             if verdict is not None:
                 verdict = replace(verdict, message=snap.scrubber.scrub(verdict.message))
             rows.append((obj, verdict))
-        problems = [*snap.problems, *assessor.problems]
+        problems = [*snap.problems, *(Problem(p.location, p.message) for p in assessor.problems)]
         if output == "json":
             doc = {
                 "objects": [

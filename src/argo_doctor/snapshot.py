@@ -11,85 +11,73 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
 from argo_doctor.knowledge import component_rules
 from argo_doctor.model import Problem, Ref
 from argo_doctor.sources.audit import AuditEvent, AuditFile, read_audit_file
 from argo_doctor.sources.logs import LogFile, LogRecord, parse_line
-from argo_doctor.sources.objects import RawObject
-from argo_doctor.sources.redact import SecretScrubber, redact_object
+from argo_doctor.sources.objects import LoadedObject, ObjectHead, RawObject, mapping, object_head, split_api_version
+from argo_doctor.sources.redact import SecretScrubber, redact_object, secret_values
 from argo_doctor.timeutil import parse_time
 
 ARGOCD_GROUP = "argoproj.io"
 TAIL_BYTES = 64 << 10
 
 
-def mapping(value: Any) -> dict[str, Any]:
-    """`value` if it is a dict, else an empty dict: for walking objects that may be malformed."""
-    return value if isinstance(value, dict) else {}
-
-
-def split_api_version(api_version: str) -> tuple[str, str]:
-    """`apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`)."""
-    group, _, version = api_version.rpartition("/")
-    return group, version
-
-
 class Obj:
-    """A Kubernetes object with the place it was read from."""
+    """A Kubernetes object with the place it was read from.
 
-    __slots__ = ("group", "kind", "location", "name", "namespace", "raw")
+    The fields the indexes need are kept as attributes; the whole object is kept as compact
+    JSON and decoded on first access to `raw`, so that a snapshot of a large cluster stays small.
+    """
 
-    def __init__(self, raw: dict[str, Any], location: str) -> None:
-        self.raw = raw
+    __slots__ = (
+        "_body", "_raw", "api_version", "group", "kind", "labels", "location", "name", "namespace",
+        "node_name", "owners", "tracking_id", "uid",
+    )
+
+    def __init__(self, head: ObjectHead, location: str, body: bytes | None = None,
+                 raw: dict[str, Any] | None = None) -> None:
         self.location = location
-        meta = raw.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        self.kind: str = raw.get("kind") or ""
-        self.group: str = split_api_version(str(raw.get("apiVersion") or ""))[0]
-        self.name: str = str(meta.get("name") or "")
-        self.namespace: str = str(meta.get("namespace") or "")
+        self._body = body
+        self._raw = raw
+        (self.api_version, self.kind, self.name, self.namespace, self.uid, self.labels, self.owners,
+         self.node_name, self.tracking_id) = head
+        self.group = split_api_version(self.api_version)[0]
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any], location: str) -> Obj:
+        """An Obj over a (redacted) object dict."""
+        return cls(object_head(raw), location, raw=raw)
 
     @property
-    def api_version(self) -> str:
-        """`group/version`, or `version` for the core group."""
-        return str(self.raw.get("apiVersion") or "")
+    def raw(self) -> dict[str, Any]:
+        """The whole object (decoded on first use)."""
+        if self._raw is None:
+            self._raw = msgspec.json.decode(self._body or b"{}")
+        return self._raw
 
     @property
     def meta(self) -> dict[str, Any]:
         """`metadata`, always a dict."""
-        value = self.raw.get("metadata")
-        return value if isinstance(value, dict) else {}
+        return mapping(self.raw.get("metadata"))
 
     @property
     def spec(self) -> dict[str, Any]:
         """`spec`, always a dict."""
-        value = self.raw.get("spec")
-        return value if isinstance(value, dict) else {}
+        return mapping(self.raw.get("spec"))
 
     @property
     def status(self) -> dict[str, Any]:
         """`status`, always a dict."""
-        value = self.raw.get("status")
-        return value if isinstance(value, dict) else {}
-
-    @property
-    def labels(self) -> dict[str, str]:
-        """`metadata.labels`, always a dict."""
-        value = self.meta.get("labels")
-        return value if isinstance(value, dict) else {}
+        return mapping(self.raw.get("status"))
 
     @property
     def annotations(self) -> dict[str, str]:
         """`metadata.annotations`, always a dict."""
-        value = self.meta.get("annotations")
-        return value if isinstance(value, dict) else {}
-
-    @property
-    def uid(self) -> str:
-        """`metadata.uid`, or empty."""
-        return str(self.meta.get("uid") or "")
+        return mapping(self.meta.get("annotations"))
 
     @property
     def created(self) -> datetime | None:
@@ -108,8 +96,7 @@ class Obj:
 
     def owner_references(self) -> list[dict[str, Any]]:
         """`metadata.ownerReferences`, only well-formed entries."""
-        refs = self.meta.get("ownerReferences")
-        return [r for r in refs if isinstance(r, dict)] if isinstance(refs, list) else []
+        return list(self.owners)
 
     def __repr__(self) -> str:
         return f"Obj({self.ref}, {self.location})"
@@ -175,7 +162,6 @@ class ArgoSettings:
             return None
 
 
-TRACKING_ANNOTATION = "argocd.argoproj.io/tracking-id"
 SETTINGS_NAMES = {
     "argocd-cm": "cm",
     "argocd-cmd-params-cm": "cmd_params",
@@ -200,9 +186,15 @@ class Snapshot:
 
     # -- building -------------------------------------------------------------------------
     def add(self, raw: RawObject) -> None:
-        """Index one object (Secrets are redacted first)."""
-        self.scrubber.add_secret(raw.data)
-        obj = Obj(redact_object(raw.data), raw.location)
+        """Index one object read in this process (Secrets are redacted first)."""
+        self.scrubber.add_values(secret_values(raw.data))
+        self._index(Obj.from_raw(redact_object(raw.data), raw.location))
+
+    def add_loaded(self, loaded: LoadedObject) -> None:
+        """Index one object loaded (and redacted) by `sources.objects.load_object_file`."""
+        self._index(Obj(loaded.head, loaded.location, body=loaded.body))
+
+    def _index(self, obj: Obj) -> None:
         key = obj.key
         previous = self._objects.get(key)
         self._objects[key] = obj
@@ -299,8 +291,7 @@ class Snapshot:
 
     def node_of(self, pod: Obj) -> Obj | None:
         """The Node object the pod runs on."""
-        name = pod.spec.get("nodeName")
-        return self.get("Node", str(name), "", "") if name else None
+        return self.get("Node", pod.node_name, "", "") if pod.node_name else None
 
     # -- Argo CD --------------------------------------------------------------------------
     def applications(self) -> list[Obj]:
@@ -345,8 +336,7 @@ class Snapshot:
             if obj.labels.get(label_key) in names:
                 result.append(obj)
                 continue
-            tracking = obj.annotations.get(TRACKING_ANNOTATION)
-            if tracking and tracking.split(":", 1)[0] in names:
+            if obj.tracking_id and obj.tracking_id.split(":", 1)[0] in names:
                 result.append(obj)
         return result
 

@@ -15,7 +15,8 @@ from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
 from argo_doctor.health import Health, HealthStatus
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
-from argo_doctor.snapshot import Obj, mapping
+from argo_doctor.snapshot import Obj
+from argo_doctor.sources.objects import mapping
 from argo_doctor.timeutil import parse_time
 
 SEVERITY = {

@@ -16,8 +16,9 @@ from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
-from argo_doctor.snapshot import Obj, mapping
+from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
+from argo_doctor.sources.objects import mapping
 from argo_doctor.timeutil import parse_time
 
 FAILED_PHASES = ("Failed", "Error")

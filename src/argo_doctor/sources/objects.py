@@ -18,6 +18,7 @@ import msgspec
 import yaml
 
 from argo_doctor.model import Problem
+from argo_doctor.sources.redact import redact_object, secret_values
 
 MAX_EXPANDED_NODES = 1_000_000
 """A document whose aliases expand past this many nodes is refused as an alias bomb."""
@@ -26,6 +27,77 @@ OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
 _DOC_SEPARATOR = re.compile(r"^---", re.M)
 _ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s\]},]", re.M)
 _JSON_BYTE = re.compile(r"byte (\d+)")
+
+
+TRACKING_ANNOTATION = "argocd.argoproj.io/tracking-id"
+
+ObjectHead = tuple[str, str, str, str, str, dict[str, str], tuple[dict[str, Any], ...], str, str]
+"""(apiVersion, kind, name, namespace, uid, labels, ownerReferences, spec.nodeName, tracking id):
+what the snapshot's indexes need without decoding the whole object."""
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """`value` if it is a dict, else an empty dict: for walking objects that may be malformed."""
+    return value if isinstance(value, dict) else {}
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """`apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`)."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def object_head(raw: dict[str, Any]) -> ObjectHead:
+    """The index fields of an object."""
+    meta = mapping(raw.get("metadata"))
+    owners = meta.get("ownerReferences")
+    tracking = mapping(meta.get("annotations")).get(TRACKING_ANNOTATION)
+    node = mapping(raw.get("spec")).get("nodeName") if raw.get("kind") == "Pod" else None
+    return (
+        str(raw.get("apiVersion") or ""),
+        str(raw.get("kind") or ""),
+        str(meta.get("name") or ""),
+        str(meta.get("namespace") or ""),
+        str(meta.get("uid") or ""),
+        {str(k): str(v) for k, v in mapping(meta.get("labels")).items()},
+        tuple(o for o in owners if isinstance(o, dict)) if isinstance(owners, list) else (),
+        str(node or ""),
+        str(tracking or ""),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedObject:
+    """An object loaded by a worker: redacted, encoded as compact JSON, with its index fields."""
+
+    location: str
+    head: ObjectHead
+    body: bytes
+
+
+@dataclass
+class FileLoad:
+    """Everything read from one object file: objects, problems, and Secret values to scrub."""
+
+    objects: list[LoadedObject]
+    problems: list[Problem]
+    secrets: list[str]
+
+
+def load_object_file(job: tuple[Path, str]) -> FileLoad:
+    """Read, redact and encode every object of one file (runs in a worker process)."""
+    path, display = job
+    problems: list[Problem] = []
+    secrets: list[str] = []
+    objects = []
+    for raw in read_object_file(path, display, problems):
+        secrets.extend(secret_values(raw.data))
+        data = redact_object(raw.data)
+        objects.append(LoadedObject(raw.location, object_head(data), _ENCODER.encode(data)))
+    return FileLoad(objects, problems, secrets)
+
+
+_ENCODER = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True, slots=True)

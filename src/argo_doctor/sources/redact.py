@@ -60,31 +60,33 @@ PUBLIC_SECRET_KEYS = frozenset({
 MIN_SECRET_LENGTH = 6
 
 
+def secret_values(obj: dict[str, Any]) -> list[str]:
+    """The values of a Secret worth scrubbing from output: each whole value, and each line of a
+    multi-line one (a PEM body, a config file), when long enough to mean something."""
+    if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
+        return []
+    found: set[str] = set()
+    for key, decode in (("data", True), ("stringData", False)):
+        values = obj.get(key)
+        if not isinstance(values, dict):
+            continue
+        for name, value in values.items():
+            if name in PUBLIC_SECRET_KEYS or value is None:
+                continue
+            text = _decoded(value).decode("utf-8", "replace") if decode else str(value)
+            found.update(p.strip() for p in (text, *text.splitlines()) if len(p.strip()) >= MIN_SECRET_LENGTH)
+    return sorted(found)
+
+
 class SecretScrubber:
     """Remembers the Secret values of a snapshot (in memory only) and removes them from any text."""
 
     def __init__(self) -> None:
         self._values: set[str] = set()
 
-    def add_secret(self, obj: dict[str, Any]) -> None:
-        """Remember the values of a Secret before it is redacted."""
-        if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
-            return
-        for key, decode in (("data", True), ("stringData", False)):
-            values = obj.get(key)
-            if not isinstance(values, dict):
-                continue
-            for name, value in values.items():
-                if name in PUBLIC_SECRET_KEYS or value is None:
-                    continue
-                text = _decoded(value).decode("utf-8", "replace") if decode else str(value)
-                self._remember(text)
-
-    def _remember(self, text: str) -> None:
-        # the whole value, and each line of a multi-line one (a PEM body, a config file)
-        for piece in {text, *text.splitlines()}:
-            if len(piece.strip()) >= MIN_SECRET_LENGTH:
-                self._values.add(piece.strip())
+    def add_values(self, values: list[str]) -> None:
+        """Remember values returned by `secret_values`."""
+        self._values.update(values)
 
     def scrub(self, text: str) -> str:
         """`text` with every remembered value replaced, longest first."""
