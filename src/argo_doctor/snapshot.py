@@ -34,7 +34,7 @@ class Obj:
     """
 
     __slots__ = (
-        "_body", "_raw", "api_version", "group", "kind", "labels", "location", "name", "namespace",
+        "_body", "_created", "_raw", "api_version", "group", "kind", "labels", "location", "name", "namespace",
         "node_name", "owners", "tracking_id", "uid",
     )
 
@@ -44,7 +44,7 @@ class Obj:
         self._body = body
         self._raw = raw
         (self.api_version, self.kind, self.name, self.namespace, self.uid, self.labels, self.owners,
-         self.node_name, self.tracking_id) = head
+         self.node_name, self.tracking_id, self._created) = head
         self.group = split_api_version(self.api_version)[0]
 
     @classmethod
@@ -82,7 +82,7 @@ class Obj:
     @property
     def created(self) -> datetime | None:
         """`metadata.creationTimestamp`."""
-        return parse_time(self.meta.get("creationTimestamp"))
+        return parse_time(self._created)
 
     @property
     def ref(self) -> Ref:
@@ -377,11 +377,8 @@ class Snapshot:
     def component_name(self, obj: Obj) -> str | None:
         """The component an object (workload or pod) belongs to, if any."""
         labels = obj.labels
-        if obj.kind == "Pod" or not labels:
-            template = obj.spec.get("template")
-            if isinstance(template, dict):
-                tmeta = template.get("metadata")
-                labels = {**labels, **((tmeta or {}).get("labels") or {})} if isinstance(tmeta, dict) else labels
+        if obj.kind != "Pod" and not labels:  # a workload without labels: its pod template's
+            labels = mapping(mapping(mapping(obj.spec.get("template")).get("metadata")).get("labels"))
         values = [labels.get("app.kubernetes.io/name"), labels.get("app")]
         part_of = labels.get("app.kubernetes.io/part-of")
         for rule in component_rules():

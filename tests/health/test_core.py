@@ -58,9 +58,7 @@ WORKLOADS = {
     "recommendations": Health(P, "Waiting for rollout to finish: 2 of 3 updated replicas are available..."),
     "payments": Health(D, 'Deployment "payments" exceeded its progress deadline'),
     "search": Health(S, "Deployment is paused"),
-    "frontend": Health(
-        P, "Waiting for rollout to finish: observed deployment generation less than desired generation"
-    ),
+    "frontend": Health(P, "Waiting for rollout to finish: observed deployment generation less than desired generation"),
     # StatefulSets
     "postgres": Health(H, "partitioned roll out complete: 3 new pods have been updated..."),
     "kafka": Health(H, "statefulset has 3 ready pods"),
@@ -131,7 +129,9 @@ NETWORKING = {
     "v1alpha1.external.metrics.k8s.io": Health(P, "Waiting to be processed"),
 }
 
-WISHLIST_SCALE = "the HPA controller was unable to get the target's current scale: deployments/scale.apps \"wishlist\" not found"
+WISHLIST_SCALE = (
+    'the HPA controller was unable to get the target\'s current scale: deployments/scale.apps "wishlist" not found'
+)
 HPAS = {
     "checkout": Health(H, "recommended size matches current size"),  # v1, annotation
     "cart": Health(P, "Waiting to Autoscale"),  # v1 without the annotation
@@ -225,9 +225,7 @@ def test_statefulset_never_observed_is_progressing() -> None:
 def test_deployment_of_unsupported_version_is_unknown() -> None:
     deployment = obj("workloads.yaml", "checkout")
     deployment["apiVersion"] = "apps/v1beta2"
-    assert HealthAssessor().assess(deployment) == Health(
-        U, "unsupported Deployment GVK: apps/v1beta2, Kind=Deployment"
-    )
+    assert HealthAssessor().assess(deployment) == Health(U, "unsupported Deployment GVK: apps/v1beta2, Kind=Deployment")
 
 
 def test_extensions_deployment_has_no_check() -> None:

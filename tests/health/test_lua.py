@@ -233,9 +233,9 @@ def test_lua_dir_script_replaces_the_builtin_rollout_check(tmp_path: Path) -> No
 
 def test_argocd_cm_beats_lua_dir_whatever_the_merge_order(tmp_path: Path) -> None:
     _write(tmp_path, "cert-manager.io/Certificate/health.lua", 'return {status = "Degraded", message = "dir"}')
-    from_cm = LuaHealthScripts.from_argocd_cm({"resource.customizations.health.cert-manager.io_Certificate": (
-        'return {status = "Healthy", message = "cm"}'
-    )})
+    from_cm = LuaHealthScripts.from_argocd_cm(
+        {"resource.customizations.health.cert-manager.io_Certificate": ('return {status = "Healthy", message = "cm"}')}
+    )
     from_dir = LuaHealthScripts.from_dir(tmp_path)
     for scripts in (from_cm.merged(from_dir), from_dir.merged(from_cm)):
         assert HealthAssessor(scripts).assess(CERTIFICATE) == Health(H, "cm")
@@ -359,10 +359,10 @@ return {status = "Healthy", message = type(obj.status.revision) .. " " .. type(c
         ('require("debug")', "module 'debug' not found"),
         ('dofile("/etc/passwd")', "attempt to call global 'dofile' (a nil value)"),
         ('loadfile("/etc/passwd")', "attempt to call global 'loadfile' (a nil value)"),
-        ('debug.getregistry()', "attempt to index global 'debug' (a nil value)"),
+        ("debug.getregistry()", "attempt to index global 'debug' (a nil value)"),
         ('python.eval("1")', "attempt to index global 'python' (a nil value)"),
-        ('getfenv(0)', "attempt to call global 'getfenv' (a nil value)"),
-        ('string.dump(print)', "attempt to index global 'string' (a nil value)"),
+        ("getfenv(0)", "attempt to call global 'getfenv' (a nil value)"),
+        ("string.dump(print)", "attempt to index global 'string' (a nil value)"),
         ('local s = ("abc"):upper()', "attempt to index"),
         ('loadstring("\\027Lua")()', "attempt to call a nil value"),
     ],
@@ -463,11 +463,11 @@ def test_unbounded_allocation_is_stopped(script: str) -> None:
         f"resource.customizations.health.{key}": script,
         f"resource.customizations.useOpenLibs.{key}": "true",
     }
-    assessor = HealthAssessor(LuaHealthScripts.from_argocd_cm(data), max_memory=16 * 1024 * 1024)
+    assessor = HealthAssessor(LuaHealthScripts.from_argocd_cm(data), max_memory=4 * 1024 * 1024)
     started = time.monotonic()
     health = assessor.assess(CERTIFICATE)
     assert time.monotonic() - started < 10
-    message = "Lua health script exceeded its memory limit of 16777216 bytes"
+    message = "Lua health script exceeded its memory limit of 4194304 bytes"
     assert health == Health(U, message)
     assert [p.message for p in assessor.problems] == [message]
 

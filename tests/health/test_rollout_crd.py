@@ -6,6 +6,8 @@ resource_customizations/apiextensions.k8s.io/CustomResourceDefinition/health.lua
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from argo_doctor.health import Health, HealthAssessor, HealthStatus
@@ -71,7 +73,7 @@ def test_every_fixture_has_an_expectation() -> None:
     assert sorted(names("crds.yaml")) == sorted(CRDS)
 
 
-def _legacy() -> dict:  # type: ignore[type-arg]
+def _legacy() -> dict[str, Any]:
     return obj("rollouts.yaml", "basic-v09")
 
 
@@ -89,9 +91,7 @@ def test_legacy_rollout_spec_paused_is_suspended() -> None:
 
 def test_legacy_rollout_aborted_is_degraded() -> None:
     rollout = _legacy()
-    rollout["status"]["conditions"][0].update(
-        reason="RolloutAborted", status="False", message="Rollout is aborted"
-    )
+    rollout["status"]["conditions"][0].update(reason="RolloutAborted", status="False", message="Rollout is aborted")
     assert HealthAssessor().assess(rollout) == Health(D, "Rollout is aborted")
 
 

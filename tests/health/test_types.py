@@ -15,7 +15,7 @@ def test_values_are_argo_cd_spellings() -> None:
         "Unknown",
     ]
     assert HealthStatus("Degraded") is HealthStatus.DEGRADED
-    assert HealthStatus.HEALTHY == "Healthy"
+    assert isinstance(HealthStatus.HEALTHY, str) and HealthStatus.HEALTHY.value == "Healthy"
     assert Health(HealthStatus.HEALTHY) == Health(HealthStatus.HEALTHY, "")
 
 

@@ -38,7 +38,7 @@ DEFAULT_MAX_INSTRUCTIONS = 10_000_000
 DEFAULT_MAX_MEMORY = 64 * 1024 * 1024
 DEFAULT_MAX_CPU_SECONDS = 2.0
 DEFAULT_WALL_TIMEOUT = 10.0
-_TICK = 1000
+_TICK = 100
 _IGNORED_TYPES = {"actions", "ignoreDifferences", "ignoreResourceUpdates", "knownTypeFields"}
 
 
@@ -158,7 +158,9 @@ class LuaHealthScripts:
         sources: dict[str, tuple[str, str]] = {}  # key -> (source, location)
         open_libs: dict[str, bool] = {}
 
-        block = data.get(CUSTOMIZATIONS_KEY)
+        block: Any = data.get(CUSTOMIZATIONS_KEY)
+        if isinstance(block, Mapping):  # already parsed, e.g. from a manifest in Git
+            block = yaml.safe_dump(dict(block))
         if isinstance(block, str) and block.strip():
             cls._parse_block(block, location, sources, open_libs, problems)
 

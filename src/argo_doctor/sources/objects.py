@@ -31,8 +31,9 @@ _JSON_BYTE = re.compile(r"byte (\d+)")
 
 TRACKING_ANNOTATION = "argocd.argoproj.io/tracking-id"
 
-ObjectHead = tuple[str, str, str, str, str, dict[str, str], tuple[dict[str, Any], ...], str, str]
-"""(apiVersion, kind, name, namespace, uid, labels, ownerReferences, spec.nodeName, tracking id):
+ObjectHead = tuple[str, str, str, str, str, dict[str, str], tuple[dict[str, Any], ...], str, str, str]
+"""(apiVersion, kind, name, namespace, uid, labels, ownerReferences, spec.nodeName, tracking id,
+creationTimestamp):
 what the snapshot's indexes need without decoding the whole object."""
 
 
@@ -63,6 +64,7 @@ def object_head(raw: dict[str, Any]) -> ObjectHead:
         tuple(o for o in owners if isinstance(o, dict)) if isinstance(owners, list) else (),
         str(node or ""),
         str(tracking or ""),
+        str(meta.get("creationTimestamp") or ""),
     )
 
 
