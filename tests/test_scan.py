@@ -181,3 +181,26 @@ def test_every_example_validates_against_the_contract() -> None:
     for bundle in bundles:
         doc = _json_scan(bundle)
         assert doc["findings"], bundle
+
+
+def test_unknown_kinds_unless_a_crd_or_a_health_script_defines_them(tmp_path: Path) -> None:
+    objects = tmp_path / "objects"
+    objects.mkdir()
+    (objects / "custom.yaml").write_text(
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\n---\n"
+        "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: c, namespace: default}\n---\n"
+        "apiVersion: stable.example.org/v1\nkind: Gadget\nmetadata: {name: g, namespace: default}\n"
+    )
+    (objects / "crd.yaml").write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+        "metadata: {name: gadgets.stable.example.org}\n"
+        "spec: {group: stable.example.org, names: {kind: Gadget, plural: gadgets}, scope: Namespaced}\n"
+    )
+    (objects / "argocd-cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm, namespace: argocd}\ndata:\n"
+        "  resource.customizations.health.cert-manager.io_Certificate: |\n    return {status = 'Healthy'}\n"
+    )
+    doc = _json_scan(objects)
+    unknown = [e for e in doc["errors"] if "unknown kind" in e["message"]]
+    assert [e["location"] for e in unknown] == ["custom.yaml:1"]
+    assert unknown[0]["message"].startswith("unknown kind Widget (example.com/v1), 1 object(s)")

@@ -5,16 +5,13 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 import msgspec
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from argo_doctor import __version__
 from argo_doctor.engine import health_assessor, run_scan, select_analyzers, signatures_for
@@ -109,14 +106,12 @@ def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...]) -> 
             }
             sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
             return
-        table = Table("KIND", "NAMESPACE", "NAME", "HEALTH", "MESSAGE", box=None, pad_edge=False)
-        for obj, verdict in rows:
-            table.add_row(
-                escape(obj.kind), escape(obj.namespace), escape(obj.name),
-                verdict.status.value if verdict else "-", escape(verdict.message) if verdict else "",
-            )
-        console = Console(highlight=False)
-        console.print(table)
+        lines = [("KIND", "NAMESPACE", "NAME", "HEALTH", "MESSAGE")]
+        lines += [
+            (o.kind, o.namespace, o.name, h.status.value if h else "-", " ".join(h.message.split()) if h else "")
+            for o, h in rows
+        ]
+        click.echo(columns(lines))
         for problem in problems:
             click.echo(f"argo-doctor: {problem.location}: {problem.message}", err=True)
 
@@ -135,6 +130,12 @@ def signatures(rules_: tuple[str, ...]) -> None:
     with _errors_to_exit():
         for sig in signatures_for(select_analyzers(rules_)).values():
             click.echo(sig.needle.decode())
+
+
+def columns(rows: Sequence[Sequence[str]]) -> str:
+    """Rows as kubectl prints tables: left-aligned columns three spaces apart, no trailing blanks."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
 class _errors_to_exit:

@@ -73,7 +73,7 @@ def run_scan(snap: Snapshot, analyzers: list[Analyzer], lua_dirs: tuple[Path, ..
         except Exception as exc:
             snap.problems.append(Problem(f"analyzer {analyzer.id}", f"internal error: {type(exc).__name__}: {exc}"))
     snap.problems.extend(Problem(p.location, p.message) for p in ctx.health.problems)
-    snap.problems.extend(unknown_kinds(snap))
+    snap.problems.extend(unknown_kinds(snap, ctx.health.scripts))
     findings = [scrub_finding(f, snap.scrubber) for f in findings]
     findings.sort(key=lambda f: (-f.severity, f.rule, f.title))
     problems = [Problem(p.location, snap.scrubber.scrub(p.message)) for p in _dedupe(snap.problems)]
@@ -117,8 +117,9 @@ def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> No
     scan_logs(jobs, dispatch, snap.problems, snap.reference_time, stats)
 
 
-def unknown_kinds(snap: Snapshot) -> list[Problem]:
-    """One problem per kind that neither Kubernetes, Argo nor a CRD in the input defines."""
+def unknown_kinds(snap: Snapshot, scripts: LuaHealthScripts) -> list[Problem]:
+    """One problem per kind that neither Kubernetes, Argo, a CRD in the input nor a health
+    customization knows."""
     defined: set[tuple[str, str]] = set()
     for crd in snap.of_kind("CustomResourceDefinition", "apiextensions.k8s.io"):
         names = crd.spec.get("names")
@@ -127,7 +128,8 @@ def unknown_kinds(snap: Snapshot) -> list[Problem]:
     problems = []
     for group, kind in sorted(snap.kinds()):
         builtin = group in BUILTIN_GROUPS or group.endswith(".k8s.io") or group.endswith(".argoproj.io")
-        if builtin or group == "argoproj.io" or (group, kind) in defined:
+        known = (group, kind) in defined or scripts.script_for(group, kind) is not None
+        if builtin or group == "argoproj.io" or known:
             continue
         objs = snap.of_kind(kind, group)
         problems.append(
