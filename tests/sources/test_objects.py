@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from argo_doctor.model import Problem
-from argo_doctor.sources.objects import read_object_file
+from argo_doctor.sources.objects import load_object_file, read_object_file
 
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: argocd\ndata:\n  k: v\n"
 
@@ -111,3 +111,61 @@ def test_binary_file_is_skipped(tmp_path: Path) -> None:
     path.write_bytes(b"apiVersion: v1\n\x00\x01\x02")
     objs, problems = _read(path)
     assert objs == [] and problems[0].location == "blob.yaml:2"
+
+
+def test_list_items_point_at_their_own_lines(tmp_path: Path) -> None:
+    path = tmp_path / "list.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- apiVersion: v1\n  kind: Service\n  metadata:\n    name: a\n"
+        "- apiVersion: v1\n  kind: Service\n  metadata:\n    name: b\n"
+    )
+    assert _read(path) == ([("a", "list.yaml:4"), ("b", "list.yaml:8")], [])
+
+
+def test_flow_style_yaml_is_not_mistaken_for_json(tmp_path: Path) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text("{apiVersion: v1, kind: ConfigMap, metadata: {name: flow}}\n")
+    assert _read(path) == ([("flow", "flow.yaml:1")], [])
+
+
+def test_resync_when_the_error_is_reported_on_the_next_separator(tmp_path: Path) -> None:
+    path = tmp_path / "unterminated.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: [x, y\n---\n"
+                    + CONFIGMAP.format(name="after"))
+    objs, problems = _read(path)
+    assert objs == [("after", "unterminated.yaml:6")]
+    assert len(problems) == 1 and "invalid YAML" in problems[0].message
+
+
+def test_empty_kind_and_lists_without_a_list(tmp_path: Path) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_text("apiVersion: v1\nkind: ''\nmetadata: {name: x}\n---\napiVersion: v1\nkind: List\nitems: nope\n")
+    objs, problems = _read(path)
+    assert objs == []
+    assert [p.location for p in problems] == ["odd.yaml:1", "odd.yaml:5"]
+    assert "items is not a list" in problems[1].message
+
+
+def test_objects_that_cannot_be_indexed_are_skipped_alone(tmp_path: Path) -> None:
+    path = tmp_path / "keys.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\ndata: {yes: x, null: y}\n---\n"
+        + CONFIGMAP.format(name="good")
+    )
+    load = load_object_file((path, "keys.yaml"))
+    assert [o.head[2] for o in load.objects] == ["good"]
+    assert [p.location for p in load.problems] == ["keys.yaml:1"]
+    assert "cannot index" in load.problems[0].message
+
+
+def test_deep_nesting_never_crashes(tmp_path: Path) -> None:
+    deep_yaml = tmp_path / "deep.yaml"
+    nested = "[" * 5000 + "]" * 5000
+    deep_yaml.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\ndata:\n  x: " + nested + "\n")
+    deep_json = tmp_path / "deep.json"
+    deep_json.write_text('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}, "x": '
+                         + "[" * 5000 + "]" * 5000 + "}")
+    for path in (deep_yaml, deep_json):
+        load = load_object_file((path, path.name))
+        assert load.objects == [] and len(load.problems) == 1, load.problems

@@ -93,9 +93,15 @@ def load_object_file(job: tuple[Path, str]) -> FileLoad:
     secrets: list[str] = []
     objects = []
     for raw in read_object_file(path, display, problems):
-        secrets.extend(secret_values(raw.data))
-        data = redact_object(raw.data)
-        objects.append(LoadedObject(raw.location, object_head(data), _ENCODER.encode(data)))
+        try:
+            values = secret_values(raw.data)
+            data = redact_object(raw.data)
+            objects.append(LoadedObject(raw.location, object_head(data), _ENCODER.encode(data)))
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            problems.append(Problem(raw.location, f"cannot index this object ({reason}); skipped"))
+            continue
+        secrets.extend(values)
     return FileLoad(objects, problems, secrets)
 
 
@@ -156,36 +162,50 @@ def _decode(data: bytes, display: str, problems: list[Problem]) -> str:
         return data.decode("utf-8", errors="replace")
 
 
-def _yaml_documents(text: str, display: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
-    """Yield (line, document) pairs; on a syntax error, report it and resume at the next `---`."""
+def _yaml_documents(
+    text: str, display: str, problems: list[Problem]
+) -> Iterator[tuple[int, Any, list[int]]]:
+    """Yield (line, document, line of each `items` entry) for every document; on a syntax error,
+    report it and resume at the next `---` at or after the line of the error."""
     base_line = 0
     while True:
         loader = yaml.CSafeLoader(text)
+        local = 0
         try:
             while loader.check_node():
                 node = loader.get_node()
                 if node is None:
                     continue
-                line = base_line + node.start_mark.line + 1
-                yield line, loader.construct_document(node)
+                local = node.start_mark.line
+                yield base_line + local + 1, loader.construct_document(node), _item_lines(node, base_line)
             return
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            local = mark.line if mark is not None else 0
+            local = mark.line if mark is not None else local
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             problems.append(Problem(f"{display}:{base_line + local + 1}", f"invalid YAML: {problem}"))
         except RecursionError:
-            problems.append(Problem(f"{display}:{base_line + 1}", "YAML nested too deeply to read"))
-            return
+            problems.append(Problem(f"{display}:{base_line + local + 1}", "YAML nested too deeply to read"))
         finally:
             loader.dispose()
-        # Resume at the first document separator after the line of the error.
-        start = _offset_of_line(text, local + 1)
+        start = _offset_of_line(text, local)
         match = _DOC_SEPARATOR.search(text, start)
+        if match is not None and match.start() == 0:  # the error is on a separator we started at
+            match = _DOC_SEPARATOR.search(text, 1)
         if match is None:
             return
         base_line += text.count("\n", 0, match.start())
         text = text[match.start():]
+
+
+def _item_lines(node: yaml.Node, base_line: int) -> list[int]:
+    """The line of each entry of a top-level `items` sequence (a `kind: List`), else []."""
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    for key, value in node.value:
+        if getattr(key, "value", None) == "items" and isinstance(value, yaml.SequenceNode):
+            return [base_line + item.start_mark.line + 1 for item in value.value]
+    return []
 
 
 def _offset_of_line(text: str, line: int) -> int:
@@ -199,23 +219,34 @@ def _offset_of_line(text: str, line: int) -> int:
     return pos
 
 
-def _flatten(doc: Any, location: str, problems: list[Problem]) -> Iterator[RawObject]:
+def _flatten(
+    doc: Any, display: str, line: int, item_lines: list[int], problems: list[Problem]
+) -> Iterator[RawObject]:
     """Yield the Kubernetes objects in one document, unpacking Lists."""
+    location = f"{display}:{line}"
     if doc is None:
         return
-    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or not doc.get("apiVersion"):
+    is_object = isinstance(doc, dict) and doc.get("apiVersion") and doc.get("kind")
+    if not is_object or not isinstance(doc["kind"], str):
         problems.append(Problem(location, "not a Kubernetes object (no apiVersion and kind); skipped"))
         return
     kind: str = doc["kind"]
-    items = doc.get("items")
-    if kind.endswith("List") and isinstance(items, list):
-        item_kind = kind[: -len("List")] if kind != "List" else None
-        for index, item in enumerate(items):
-            if isinstance(item, dict) and item_kind and not item.get("kind"):
-                item = {"kind": item_kind, "apiVersion": doc["apiVersion"], **item}
-            yield from _flatten(item, f"{location}#items[{index}]", problems)
+    if not kind.endswith("List") or "items" not in doc:
+        yield RawObject(doc, location)
         return
-    yield RawObject(doc, location)
+    items = doc["items"]
+    if not isinstance(items, list):
+        problems.append(Problem(location, f"a {kind} whose items is not a list; skipped"))
+        return
+    item_kind = kind[: -len("List")] if kind != "List" else None
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and item_kind and not item.get("kind"):
+            item = {"kind": item_kind, "apiVersion": doc["apiVersion"], **item}
+        if index < len(item_lines):
+            yield from _flatten(item, display, item_lines[index], [], problems)
+        else:  # JSON keeps no positions: point at the list and the index
+            for obj in _flatten(item, display, line, [], problems):
+                yield RawObject(obj.data, f"{location}#items[{index}]")
 
 
 def read_object_file(path: Path, display: str, problems: list[Problem]) -> Iterator[RawObject]:
@@ -232,10 +263,15 @@ def read_object_file(path: Path, display: str, problems: list[Problem]) -> Itera
         line = _line_of_offset(data, data.index(b"\x00"))
         problems.append(Problem(f"{display}:{line}", "binary data (NUL byte) in an object file; skipped"))
         return
-    if data.lstrip()[:1] in (b"{", b"["):  # JSON, whatever the suffix; YAML otherwise (a superset)
-        yield from _read_json(data, display, problems)
-    else:
-        yield from _read_yaml(data, display, problems)
+    if data.lstrip()[:1] in (b"{", b"["):  # JSON, whatever the suffix (YAML flow style falls back)
+        yaml_suffix = path.suffix.lower() in (".yaml", ".yml")
+        json_problems: list[Problem] = []
+        objects = list(_read_json(data, display, json_problems))
+        if not (yaml_suffix and json_problems and not objects):
+            problems.extend(json_problems)
+            yield from objects
+            return
+    yield from _read_yaml(data, display, problems)
 
 
 def _read_json(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
@@ -249,24 +285,26 @@ def _read_json(data: bytes, display: str, problems: list[Problem]) -> Iterator[R
             line = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
         problems.append(Problem(f"{display}:{line}", f"invalid JSON: {exc}"))
         return
-    docs = doc if isinstance(doc, list) else [doc]
-    for doc_item in docs:
-        yield from _flatten(doc_item, f"{display}:1", problems)
+    except RecursionError:
+        problems.append(Problem(f"{display}:1", "JSON nested too deeply to read"))
+        return
+    for doc_item in doc if isinstance(doc, list) else [doc]:
+        yield from _flatten(doc_item, display, 1, [], problems)
 
 
 def _read_yaml(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
     text = _decode(data, display, problems)
     anchors = "&" in text and "*" in text and _ANCHOR.search(text) is not None
     found = False
-    for line, doc in _yaml_documents(text, display, problems):
-        location = f"{display}:{line}"
+    for line, doc, item_lines in _yaml_documents(text, display, problems):
         if anchors:
             try:
                 expanded_size(doc)
-            except AliasBomb as exc:
-                problems.append(Problem(location, f"refused: {exc}"))
+            except (AliasBomb, RecursionError) as exc:
+                reason = exc if isinstance(exc, AliasBomb) else "YAML nested too deeply to read"
+                problems.append(Problem(f"{display}:{line}", f"refused: {reason}"))
                 continue
-        for obj in _flatten(doc, location, problems):
+        for obj in _flatten(doc, display, line, item_lines, problems):
             found = True
             yield obj
     if not found and not any(p.location.startswith(display) for p in problems):
