@@ -180,6 +180,7 @@ class Snapshot:
         self.log_files: list[LogFile] = []
         self.audit_files: list[AuditFile] = []
         self.roots: list[Path] = []
+        self.formats: list[str] = []
         self.scrubber = SecretScrubber()
         self._objects: dict[tuple[str, str, str, str], Obj] = {}
         self._by_kind: dict[tuple[str, str], list[Obj]] = defaultdict(list)
@@ -366,8 +367,8 @@ class Snapshot:
 
     def _component(self, name: str, workload: Obj | None, pods: tuple[Obj, ...]) -> Component:
         rule = next(r for r in component_rules() if r.component == name)
-        template = (workload.spec.get("template") or {}).get("spec") if workload else None
-        spec = template if isinstance(template, dict) else (pods[0].spec if pods else {})
+        template = mapping(mapping(workload.spec.get("template")).get("spec")) if workload else {}
+        spec = template or (pods[0].spec if pods else {})
         containers = spec.get("containers") if isinstance(spec, dict) else None
         image = None
         if isinstance(containers, list) and containers and isinstance(containers[0], dict):

@@ -121,14 +121,14 @@ def test_loose_files_and_directories(tmp_path: Path) -> None:
     single.write_text('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "y", "namespace": "argocd"}}')
     snap = bundle.load([tmp_path / "manifests", single], None)
     assert sorted(o.name for o in snap.of_kind("Pod")) == ["x", "y"]
-    assert snap.meta.get("format") is None
+    assert snap.formats == ["files", "files"]
 
 
 def test_cluster_info_dump_is_detected(tmp_path: Path) -> None:
     root = tmp_path / "dump"
     shutil.copytree(BUNDLES / "cluster-info-dump", root)
     snap = bundle.load([root], None)
-    assert snap.meta["format"] == "cluster-info-dump"
+    assert snap.formats == ["cluster-info-dump"]
     assert [o.name for o in snap.of_kind("Node")] == ["ip-10-0-1-17.eu-west-1.compute.internal"]
     pod = snap.get("Pod", "argocd-repo-server-6c9f6d8b9-x2x7q", "argocd", "")
     assert pod is not None and snap.node_of(pod) is not None

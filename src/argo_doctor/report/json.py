@@ -69,7 +69,7 @@ def document(result: ScanResult) -> dict[str, Any]:
         "tool": {"name": "argo-doctor", "version": __version__},
         "source": {
             "inputs": snap.source,
-            "format": snap.meta.get("format", "files"),
+            "format": ", ".join(dict.fromkeys(snap.formats)) or "files",
             "collectedAt": format_time(snap.reference_time) if snap.meta.get("collectedAt") else None,
             "cluster": cluster if isinstance(cluster, dict) else None,
             "objects": len(snap),

@@ -10,6 +10,7 @@ import tempfile
 import zlib
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import dump
 from argo_doctor.sources.audit import AuditFile
 from argo_doctor.sources.logs import LogFile
-from argo_doctor.sources.objects import OBJECT_SUFFIXES, FileLoad, load_object_file
+from argo_doctor.sources.objects import OBJECT_SUFFIXES, AliasBomb, FileLoad, expanded_size, load_object_file
+from argo_doctor.timeutil import parse_time
 
 TARBALL_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 BUNDLE_MARKERS = ("bundle.yaml", "objects", "logs", "audit")
@@ -47,6 +49,7 @@ def load(paths: Iterable[str | Path], workdir: Path | None = None) -> Snapshot:
         elif path.is_dir():
             _load_dir(snap, path, prefix=f"{path.name}/" if len(inputs) > 1 else "")
         else:
+            snap.formats.append("files")
             _load_objects(snap, [(path, str(path))])
     return snap
 
@@ -75,6 +78,8 @@ def _extract(archive: Path, dest: Path, problems: list[Problem]) -> Path:
                     tar.extract(member, dest, filter="data")
                 except tarfile.FilterError as exc:
                     raise UnsafeArchiveError(f"{archive}: refused unsafe entry {member.name!r}: {exc}") from None
+                except (tarfile.ExtractError, KeyError) as exc:  # e.g. a hard link to a missing member
+                    problems.append(Problem(f"{archive}!/{member.name}", f"cannot extract: {exc}; skipped"))
         except (tarfile.ReadError, EOFError, zlib.error, OSError) as exc:
             problems.append(Problem(str(archive), f"archive is truncated or damaged; read what came before: {exc}"))
     return _single_child(dest)
@@ -84,38 +89,49 @@ def _rel(path: Path, root: Path, prefix: str) -> str:
     return prefix + path.relative_to(root).as_posix()
 
 
-def _visible_files(folder: Path) -> list[Path]:
-    return sorted(
-        p for p in folder.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
+def _visible_files(folder: Path, root: Path, prefix: str, problems: list[Problem]) -> list[Path]:
+    """Files under `folder`, hidden ones left out; links that lead outside `root` are refused."""
+    real_root = root.resolve()
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts) or not path.is_file():
+            continue
+        if path.is_symlink() and not path.resolve().is_relative_to(real_root):
+            problems.append(Problem(_rel(path, root, prefix), "a link to a file outside the input; skipped"))
+            continue
+        found.append(path)
+    return found
 
 
 def _load_dir(snap: Snapshot, root: Path, prefix: str) -> None:
     snap.roots.append(root)
     if dump.is_cluster_info_dump(root):
-        snap.meta.setdefault("format", "cluster-info-dump")
+        snap.formats.append("cluster-info-dump")
         _load_objects(snap, [(p, _rel(p, root, prefix)) for p in dump.dump_object_files(root)])
-        snap.log_files.extend(dump.dump_log_files(root, snap.problems))
+        snap.log_files.extend(dump.dump_log_files(root, snap.problems, prefix))
         return
     if not any((root / marker).exists() for marker in BUNDLE_MARKERS):
-        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in _visible_files(root) if _is_object_file(p)])
+        snap.formats.append("files")
+        files = _visible_files(root, root, prefix, snap.problems)
+        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files if _is_object_file(p)])
         return
-    snap.meta.setdefault("format", "bundle-v1")
+    snap.formats.append("bundle-v1")
     _read_bundle_meta(snap, root / "bundle.yaml", prefix)
     objects = root / "objects"
     if objects.is_dir():
-        files = [p for p in _visible_files(objects) if _is_object_file(p)]
+        files = [p for p in _visible_files(objects, root, prefix, snap.problems) if _is_object_file(p)]
         _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files])
     logs = root / "logs"
     if logs.is_dir():
-        for path in _visible_files(logs):
+        for path in _visible_files(logs, root, prefix, snap.problems):
             log_file = _log_file(path, root, prefix, snap.problems)
             if log_file is not None:
                 snap.log_files.append(log_file)
     audit = root / "audit"
     if audit.is_dir():
-        snap.audit_files.extend(AuditFile(p, _rel(p, root, prefix)) for p in _visible_files(audit))
+        snap.audit_files.extend(
+            AuditFile(p, _rel(p, root, prefix)) for p in _visible_files(audit, root, prefix, snap.problems)
+        )
 
 
 def _is_object_file(path: Path) -> bool:
@@ -123,20 +139,38 @@ def _is_object_file(path: Path) -> bool:
 
 
 def _read_bundle_meta(snap: Snapshot, path: Path, prefix: str) -> None:
+    """Keep the fields of bundle.yaml argo-doctor uses, as plain strings: collectedAt, collectedBy,
+    cluster.name and cluster.version. The first input's values win."""
     if not path.is_file():
         return
     display = prefix + "bundle.yaml"
     try:
         meta: Any = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=yaml.CSafeLoader)
+        expanded_size(meta)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         snap.problems.append(Problem(f"{display}:{mark.line + 1 if mark else 1}", f"invalid YAML: {exc}"))
         return
-    if isinstance(meta, dict):
-        for key, value in meta.items():
-            snap.meta.setdefault(str(key), value)
-    elif meta is not None:
+    except (AliasBomb, RecursionError) as exc:
+        snap.problems.append(Problem(display, f"refused: {exc}"))
+        return
+    if not isinstance(meta, dict):
         snap.problems.append(Problem(display, "bundle.yaml is not a mapping; ignored"))
+        return
+    collected = meta.get("collectedAt")
+    if collected is not None:
+        when = parse_time(collected if isinstance(collected, datetime) else str(collected))
+        if when is None:
+            message = f"collectedAt {str(collected)[:40]!r} is not an RFC 3339 time; ignored"
+            snap.problems.append(Problem(display, message))
+        else:
+            snap.meta.setdefault("collectedAt", when)
+    if isinstance(meta.get("collectedBy"), str | int | float):
+        snap.meta.setdefault("collectedBy", str(meta["collectedBy"]))
+    cluster = meta.get("cluster")
+    if isinstance(cluster, dict):
+        fields = {k: str(cluster[k]) for k in ("name", "version") if isinstance(cluster.get(k), str | int | float)}
+        snap.meta.setdefault("cluster", fields)
 
 
 def _log_file(path: Path, root: Path, prefix: str, problems: list[Problem]) -> LogFile | None:

@@ -20,6 +20,8 @@ DUMP_LISTS = ("events", "replication-controllers", "services", "daemonsets", "de
 _START = re.compile(rb"^==== START logs for container (\S+) of pod ([^/\s]+)/(\S+) ====\r?$", re.M)
 _END = re.compile(rb"^==== END logs for container \S+ of pod \S+ ====\r?$", re.M)
 _SCAN_CHUNK = 8 << 20
+_MARKER_MAX = 4096
+"""No marker line is longer than this (names are at most 253 characters)."""
 
 
 def is_cluster_info_dump(root: Path) -> bool:
@@ -42,10 +44,10 @@ def dump_object_files(root: Path) -> Iterator[Path]:
                     yield candidate
 
 
-def dump_log_files(root: Path, problems: list[Problem]) -> Iterator[LogFile]:
+def dump_log_files(root: Path, problems: list[Problem], prefix: str = "") -> Iterator[LogFile]:
     """Every container section of every `logs.txt`, as a LogFile over its byte range."""
     for path in sorted(root.glob("*/*/logs.txt")):
-        display = path.relative_to(root).as_posix()
+        display = prefix + path.relative_to(root).as_posix()
         try:
             yield from _sections(path, display)
         except OSError as exc:
@@ -55,25 +57,26 @@ def dump_log_files(root: Path, problems: list[Problem]) -> Iterator[LogFile]:
 def _sections(path: Path, display: str) -> Iterator[LogFile]:
     """Find the START/END markers in one pass and yield the range of each container's log."""
     markers: list[tuple[int, int, re.Match[bytes] | None]] = []  # (offset, line, START match, None for END)
-    offset = line = 0
+    base = line = 0  # file offset and line number of the start of `carry`
     carry = b""
     with path.open("rb") as handle:
         while chunk := handle.read(_SCAN_CHUNK):
             buf = carry + chunk
             cut = buf.rfind(b"\n") + 1
-            region, carry = buf[:cut], buf[cut:]
-            base = offset
-            counted, current = 0, line
-            if b"==== " in region:
-                found: list[tuple[int, re.Match[bytes] | None]] = [(m.start(), m) for m in _START.finditer(region)]
-                found += [(m.start(), None) for m in _END.finditer(region)]
+            if b"==== " in buf[:cut]:
+                found: list[tuple[int, re.Match[bytes] | None]] = [(m.start(), m) for m in _START.finditer(buf, 0, cut)]
+                found += [(m.start(), None) for m in _END.finditer(buf, 0, cut)]
+                counted, current = 0, line
                 for start, match in sorted(found, key=lambda item: item[0]):
-                    current += region.count(b"\n", counted, start)
+                    current += buf.count(b"\n", counted, start)
                     counted = start
                     markers.append((base + start, current, match))
-            offset += len(region)
-            line += region.count(b"\n")
-    markers.append((offset + len(carry), line, None))
+            line += buf.count(b"\n", 0, cut)
+            if len(buf) - cut > _MARKER_MAX:  # a long line without an end cannot be a marker: drop it
+                cut = len(buf)
+            base += cut
+            carry = buf[cut:]
+    markers.append((base + len(carry), line, None))
     for index, (start, start_line, match) in enumerate(markers[:-1]):
         if match is None:
             continue

@@ -75,13 +75,15 @@ def _unquote(value: str) -> str:
     return value
 
 
-def _klog_time(match: re.Match[str], reference: datetime) -> datetime:
+def _klog_time(match: re.Match[str], reference: datetime) -> datetime | None:
     month, day, hour, minute, second = (int(match.group(i)) for i in range(2, 7))
     micros = int((match.group(7) or "0")[:6].ljust(6, "0"))
-    year = reference.year
-    stamp = datetime(year, month, day, hour, minute, second, micros, tzinfo=UTC)
-    if (stamp - reference).days > 1:  # klog omits the year: a December line read in January
-        stamp = stamp.replace(year=year - 1)
+    try:
+        stamp = datetime(reference.year, month, day, hour, minute, second, micros, tzinfo=UTC)
+        if (stamp - reference).days > 1:  # klog omits the year: a December line read in January
+            stamp = stamp.replace(year=reference.year - 1)
+    except ValueError:  # 30 February, or 29 February moved to a year without one
+        return None
     return stamp
 
 
