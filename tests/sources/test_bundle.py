@@ -139,3 +139,49 @@ def test_cluster_info_dump_is_detected(tmp_path: Path) -> None:
     text = repo.path.read_bytes()[repo.start:repo.end].decode()
     assert text.startswith('time="2026-11-20T14:02:51Z"') and "==== END" not in text
     assert snap.component_of_pod("argocd", repo.pod) == "repo-server"
+
+
+def test_links_leading_outside_the_bundle_are_refused(tmp_path: Path) -> None:
+    root = _make_bundle(tmp_path / "b")
+    secret = tmp_path / "outside.log"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (root / "logs" / "argocd" / "a" / "evil.log").symlink_to(secret)
+    (root / "objects" / "inside.yaml").symlink_to(root / "objects" / "pods.yaml")
+    snap = bundle.load([root], tmp_path)
+    assert {f.container for f in snap.log_files} == {"main"}
+    assert [p.location for p in snap.problems] == ["logs/argocd/a/evil.log"]
+    assert "outside the input" in snap.problems[0].message
+
+
+def test_bundle_yaml_keeps_only_what_it_needs(tmp_path: Path) -> None:
+    root = _make_bundle(tmp_path / "b")
+    (root / "bundle.yaml").write_text(
+        "collectedAt: 2026-11-20T15:30:00+01:00\n"
+        "cluster: {name: prod, version: v1.29.4, token: ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, extra: {a: 1}}\n"
+    )
+    snap = bundle.load([root], tmp_path)
+    assert snap.meta["cluster"] == {"name": "prod", "version": "v1.29.4"}
+    assert snap.reference_time.isoformat() == "2026-11-20T14:30:00+00:00"
+    (root / "bundle.yaml").write_text("collectedAt: yesterday\n")
+    snap = bundle.load([root], tmp_path)
+    assert "collectedAt" not in snap.meta and "not an RFC 3339 time" in snap.problems[0].message
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    (root / "bundle.yaml").write_text("cluster:\n  " + "\n  ".join(lines) + "\n")
+    snap = bundle.load([root], tmp_path)
+    assert "alias bomb" in snap.problems[0].message and "cluster" not in snap.meta
+
+
+def test_tarball_hard_link_to_a_missing_member(tmp_path: Path) -> None:
+    link = tarfile.TarInfo("support-bundle/objects/again.yaml")
+    link.type = tarfile.LNKTYPE
+    link.linkname = "support-bundle/objects/missing.yaml"
+    archive = _tar(tmp_path / "b.tar.gz", _make_bundle(tmp_path / "b"), [link])
+    work = tmp_path / "work"
+    work.mkdir()
+    snap = bundle.load([archive], work)
+    assert len(snap.of_kind("Pod")) == 2
+    (problem,) = snap.problems
+    assert problem.location == f"{archive}!/support-bundle/objects/again.yaml"
+    assert problem.message.startswith("cannot extract")

@@ -151,3 +151,8 @@ def test_parallel_pieces_give_the_same_lines_as_one_pass(tmp_path: Path, monkeyp
     expected = [(f"{f}.log:{n}", n) for f in range(3) for n in range(7, 2000, 191)]
     assert collect(1) == expected
     assert collect(2) == expected
+
+
+def test_impossible_dates_give_no_time_instead_of_an_error() -> None:
+    assert parse_line("E0230 10:00:00.000000 1 x.go:1] boom", FILE, 1, REF).time is None
+    assert parse_line('time="0001-01-01T00:00:00+01:00" level=info msg="x"', FILE, 1, REF).time is None
