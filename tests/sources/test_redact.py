@@ -52,3 +52,27 @@ def test_error_messages_keep_their_meaning() -> None:
         '"401 Unauthorized" when fetching https://api.github.com/app/installations/12345/access_tokens'
     )
     assert redact_text(line) == line
+
+
+def test_key_value_forms_seen_in_logs() -> None:
+    cases = {
+        'level=info msg="connecting" password="hunter2 with spaces"': "hunter2",
+        "DB_PASSWORD=correcthorse": "correcthorse",
+        "PGPASSWORD=battery1": "battery1",
+        "password: swordfish": "swordfish",
+        "client-secret: 9f8e7d6c5b4a": "9f8e7d6c5b4a",
+        "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": "wJalrXUtnFEMI",
+        '{"token": "s.Xyz12345abcdef"}': "s.Xyz12345abcdef",
+        "token: 4f9d2a1b7c6e5d8f": "4f9d2a1b7c6e5d8f",
+    }
+    for line, secret in cases.items():
+        assert secret not in redact_text(line), line
+
+
+def test_prose_about_tokens_is_kept() -> None:
+    for line in (
+        "failed to get token: context deadline exceeded",
+        "secret: argocd-repo-creds-github not found",
+        "access token expired, refreshing",
+    ):
+        assert redact_text(line) == line

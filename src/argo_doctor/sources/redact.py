@@ -18,12 +18,29 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "<redacted aws key id>"),
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{12,}"), r"\1 <redacted>"),
     (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1<redacted>@"),
+    # password-like keys: any value, quoted or not (`password="x"`, `DB_PASSWORD=x`, `pgpassword: x`)
     (
         re.compile(
-            r"(?i)\b(password|passwd|client_?secret|secret|token|api_?key|private_?key)"
-            r"(\s*=\s*|\"\s*:\s*\")([^\s\"'&,;]+)"
+            r"(?i)(?<![A-Za-z0-9])([A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd))"
+            r"(\s*[=:]\s*|\"\s*:\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&\"'}]+)"
         ),
         r"\1\2<redacted>",
+    ),
+    # secret/token/key-like keys: only values that look like credentials (8+ characters with a
+    # digit, or 20+ with an upper-case letter or a base64 sign), so that prose such as
+    # "installation id 1's token: received ..." and resource names stay readable
+    (
+        re.compile(
+            r"(?<![A-Za-z0-9])([A-Za-z0-9_.-]*(?i:secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?))"
+            r"(\s*[=:]\s*|\"\s*:\s*)([\"']?)"
+            r"((?=[A-Za-z0-9+/._~=-]*\d)[A-Za-z0-9+/._~=-]{8,}|(?=[a-z0-9._~-]*[A-Z+/=])[A-Za-z0-9+/._~=-]{20,})"
+        ),
+        r"\1\2\3<redacted>",
+    ),
+    # a JSON field named like a secret: any value
+    (
+        re.compile(r'(?i)("[A-Za-z0-9_.-]*(?:secret|token|api[_-]?key|access[_-]?key|private[_-]?key)"\s*:\s*")[^"]*"'),
+        r'\1<redacted>"',
     ),
 )
 
