@@ -204,3 +204,34 @@ def test_unknown_kinds_unless_a_crd_or_a_health_script_defines_them(tmp_path: Pa
     unknown = [e for e in doc["errors"] if "unknown kind" in e["message"]]
     assert [e["location"] for e in unknown] == ["custom.yaml:1"]
     assert unknown[0]["message"].startswith("unknown kind Widget (example.com/v1), 1 object(s)")
+
+
+def test_malformed_fields_do_not_break_the_rules(tmp_path: Path) -> None:
+    bundle = tmp_path / "odd"
+    shutil.copytree(BUNDLES / "engine-basic", bundle)
+    apps = bundle / "objects" / "odd-apps.yaml"
+    apps.write_text(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: odd, namespace: argocd}\n"
+        "status:\n  health: {status: Degraded}\n  conditions: 5\n  resources: [7, {kind: Deployment}]\n"
+        "  operationState: {phase: Failed, retryCount: x, syncResult: {resources: 7}, operation: 3}\n"
+        "---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: stringy, namespace: argocd}\n"
+        "status: oops\n"
+    )
+    doc = _json_scan(bundle)
+    titles = {f["title"] for f in doc["findings"]}
+    assert "Application odd is Degraded" in titles and any(t.startswith("Sync of odd failed") for t in titles)
+    assert not [e for e in doc["errors"] if e["location"].startswith("analyzer")]
+
+
+def test_an_analyzer_crash_is_reported_and_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    from argo_doctor.analyzers.sync_failed import SyncFailed
+
+    def broken(self: SyncFailed, ctx: object) -> list[object]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(SyncFailed, "analyze", broken)
+    code, out = _scan(str(BUNDLES / "engine-basic"), "-o", "json")
+    assert code == 3
+    doc = json.loads(out[: out.rindex("}") + 1])
+    assert {f["rule"] for f in doc["findings"]} == {"app-unhealthy"}
+    assert {"location": "analyzer sync-failed", "message": "internal error: RuntimeError: boom"} in doc["errors"]

@@ -69,6 +69,9 @@ def scan(
         result = run_scan(snap, analyzers, lua_dirs)
         REPORTERS[output](result, sys.stdout)
         sys.stdout.flush()
+    if result.crashed:
+        _fail(f"internal error in rule(s) {', '.join(result.crashed)}; their findings may be missing (see errors)",
+              EXIT_INTERNAL)
     if fail_on != "never" and any(f.severity >= Severity.parse(fail_on) for f in result.findings):
         sys.exit(EXIT_FINDINGS)
 

@@ -29,6 +29,8 @@ class ScanResult:
     timeline: list[TimelineEntry]
     problems: list[Problem]
     stats: ScanStats = field(default_factory=ScanStats)
+    crashed: list[str] = field(default_factory=list)
+    """Rules whose analyzer raised: a bug; the CLI exits 3 after reporting the rest."""
 
 
 def select_analyzers(only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[Analyzer]:
@@ -67,17 +69,19 @@ def run_scan(snap: Snapshot, analyzers: list[Analyzer], lua_dirs: tuple[Path, ..
     _log_pass(snap, analyzers, stats)
     ctx = Context(snap, health_assessor(snap, lua_dirs))
     findings: list[Finding] = []
+    crashed = []
     for analyzer in analyzers:
         try:
             findings.extend(analyzer.analyze(ctx))
-        except Exception as exc:
+        except Exception as exc:  # one broken analyzer must not lose the others
+            crashed.append(analyzer.id)
             snap.problems.append(Problem(f"analyzer {analyzer.id}", f"internal error: {type(exc).__name__}: {exc}"))
     snap.problems.extend(Problem(p.location, p.message) for p in ctx.health.problems)
     snap.problems.extend(unknown_kinds(snap, ctx.health.scripts))
     findings = [scrub_finding(f, snap.scrubber) for f in findings]
     findings.sort(key=lambda f: (-f.severity, f.rule, f.title))
     problems = [Problem(p.location, snap.scrubber.scrub(p.message)) for p in _dedupe(snap.problems)]
-    return ScanResult(snap, findings, build_timeline(snap, findings), problems, stats)
+    return ScanResult(snap, findings, build_timeline(snap, findings), problems, stats, crashed)
 
 
 def scrub_finding(finding: Finding, scrubber: SecretScrubber) -> Finding:

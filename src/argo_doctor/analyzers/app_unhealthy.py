@@ -16,7 +16,7 @@ from argo_doctor.analyzers.common import event_evidence, log_evidence, object_ev
 from argo_doctor.health import Health, HealthStatus
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
-from argo_doctor.sources.objects import mapping
+from argo_doctor.sources.objects import as_int, as_list, mapping
 from argo_doctor.timeutil import parse_time
 
 SEVERITY = {
@@ -118,7 +118,7 @@ class AppUnhealthy(Analyzer):
                     and any(_same(e.involved, r) for r in related)]
         evidence.extend(event_evidence(e) for e in warnings[-MAX_EVENTS:])
         summary = f"Argo CD reports Application {app.namespace}/{app.name} as {status.value}."
-        errors = [c for c in app.status.get("conditions") or []
+        errors = [c for c in as_list(app.status.get("conditions"))
                   if isinstance(c, dict) and str(c.get("type")) in BLOCKING_CONDITIONS]
         for cond in errors:
             evidence.append(object_evidence(app, ".status.conditions", f"{cond.get('type')}: {cond.get('message')}",
@@ -157,8 +157,8 @@ class AppUnhealthy(Analyzer):
         for pod, health in shown:
             yield object_evidence(pod, ".status.containerStatuses", f"{health.status.value}: {health.message}")
             crashed = {
-                str(cs.get("name")) for cs in pod.status.get("containerStatuses") or []
-                if isinstance(cs, dict) and (cs.get("restartCount") or 0) > 0
+                str(cs.get("name")) for cs in as_list(pod.status.get("containerStatuses"))
+                if isinstance(cs, dict) and as_int(cs.get("restartCount")) > 0
             }
             files = ctx.snap.log_files_of(pod.namespace, pod.name)
             for container in sorted(crashed):
@@ -176,7 +176,7 @@ def _pod_line(pod: Obj, health: Health) -> str:
 def container_states(pod: Obj) -> str:
     """What each unready container is doing: `api CrashLoopBackOff, last exit code 1, 9 restarts`."""
     parts = []
-    for cs in pod.status.get("containerStatuses") or []:
+    for cs in as_list(pod.status.get("containerStatuses")):
         if not isinstance(cs, dict) or cs.get("ready"):
             continue
         state = mapping(cs.get("state"))
@@ -186,8 +186,8 @@ def container_states(pod: Obj) -> str:
         exit_code = terminated.get("exitCode", last.get("exitCode"))
         if exit_code is not None:
             text += f", last exit code {exit_code}"
-        if cs.get("restartCount"):
-            text += f", {plural(int(cs['restartCount']), 'restart')}"
+        if as_int(cs.get("restartCount")):
+            text += f", {plural(as_int(cs.get('restartCount')), 'restart')}"
         parts.append(text)
     return "; ".join(parts)
 

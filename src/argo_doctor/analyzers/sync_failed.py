@@ -18,7 +18,7 @@ from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
-from argo_doctor.sources.objects import mapping
+from argo_doctor.sources.objects import as_int, as_list, mapping
 from argo_doctor.timeutil import parse_time
 
 FAILED_PHASES = ("Failed", "Error")
@@ -67,7 +67,7 @@ class SyncFailed(Analyzer):
         evidence: list[Evidence] = [
             object_evidence(app, ".status.operationState", f"phase {phase}: {message}", finished)
         ]
-        failed = [r for r in result.get("resources") or [] if isinstance(r, dict) and _failed(r)]
+        failed = [r for r in as_list(result.get("resources")) if isinstance(r, dict) and _failed(r)]
         objects = [app.ref]
         for res in failed:
             ref = Ref(
@@ -80,7 +80,7 @@ class SyncFailed(Analyzer):
                 object_evidence(app, ".status.operationState.syncResult.resources",
                                 f"{ref} {state}: {res.get('message') or ''}".strip(), finished)
             )
-        for cond in app.status.get("conditions") or []:
+        for cond in as_list(app.status.get("conditions")):
             if isinstance(cond, dict) and cond.get("type") in ERROR_CONDITIONS:
                 evidence.append(object_evidence(app, ".status.conditions", f"{cond.get('type')}: {cond.get('message')}",
                                                 parse_time(cond.get("lastTransitionTime"))))
@@ -98,9 +98,9 @@ class SyncFailed(Analyzer):
             summary += f" {plural(len(failed), 'resource')} failed: " + "; ".join(
                 f"{o} ({r.get('message') or r.get('status')})" for o, r in zip(objects[1:], failed, strict=True)
             ) + "."
-        retry = op.get("retryCount")
+        retry = as_int(op.get("retryCount"))
         if retry:
-            summary += f" Argo CD retried {plural(int(retry), 'time')}."
+            summary += f" Argo CD retried {plural(retry, 'time')}."
         summary += "".join(f" {a.explanation}" for a in advice)
         remediation_text = " ".join(a.remediation for a in advice) or (
             "Read the failed resource messages above, fix the manifests in Git (or the cluster state they "

@@ -42,6 +42,20 @@ def mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def as_list(value: Any) -> list[Any]:
+    """`value` if it is a list, else an empty list."""
+    return value if isinstance(value, list) else []
+
+
+def as_int(value: Any, default: int = 0) -> int:
+    """An integer field that may have been written as a string; `default` when it is neither."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return default
+
+
 def split_api_version(api_version: str) -> tuple[str, str]:
     """`apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`)."""
     group, _, version = api_version.rpartition("/")
