@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,6 +61,7 @@ class _RawAuditEvent(msgspec.Struct, omit_defaults=True):
 
 
 _DECODER = msgspec.json.Decoder(_RawAuditEvent)
+MAX_AUDIT_LINE = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +101,15 @@ def read_audit_file(audit_file: AuditFile, problems: list[Problem]) -> Iterator[
         problems.append(Problem(audit_file.display, f"cannot read: {exc.strerror or exc}"))
         return
     with handle:
+        number = 0
         try:
-            for number, line in enumerate(handle, 1):
+            while line := handle.readline(MAX_AUDIT_LINE + 1):
+                number += 1
+                if len(line) > MAX_AUDIT_LINE and not line.endswith(b"\n"):
+                    while (rest := handle.readline(MAX_AUDIT_LINE)) and not rest.endswith(b"\n"):
+                        pass
+                    problems.append(Problem(f"{audit_file.display}:{number}", "audit event over 16 MiB; skipped"))
+                    continue
                 if not line.strip():
                     continue
                 try:
@@ -111,8 +120,8 @@ def read_audit_file(audit_file: AuditFile, problems: list[Problem]) -> Iterator[
                     bad += 1
                     continue
                 yield _event(raw, f"{audit_file.display}:{number}")
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            problems.append(Problem(audit_file.display, f"audit log cut short: {exc}"))
+        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            problems.append(Problem(f"{audit_file.display}:{number + 1}", f"audit log cut short: {exc}"))
     if bad > 1:
         problems.append(Problem(audit_file.display, f"{bad} lines in all were not audit events"))
 

@@ -19,8 +19,9 @@ from argo_doctor.model import Problem
 from argo_doctor.timeutil import parse_time
 
 CHUNK_SIZE = 8 << 20
-PIECE_SIZE = 64 << 20
-"""Files larger than this are cut into line-aligned pieces read in parallel."""
+PIECE_SIZE = 16 << 20
+"""Files larger than this are cut into line-aligned pieces read in parallel; the matched lines of a
+piece are held until it is dispatched, so this also bounds memory when most lines match."""
 PARALLEL_THRESHOLD = 32 << 20
 """Below this many bytes of logs, reading in this process is faster than starting workers."""
 MAX_LINE = 1 << 20
