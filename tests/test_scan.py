@@ -235,3 +235,14 @@ def test_an_analyzer_crash_is_reported_and_exits_3(monkeypatch: pytest.MonkeyPat
     doc = json.loads(out[: out.rindex("}") + 1])
     assert {f["rule"] for f in doc["findings"]} == {"app-unhealthy"}
     assert {"location": "analyzer sync-failed", "message": "internal error: RuntimeError: boom"} in doc["errors"]
+
+
+def test_unknown_kinds_in_builtin_looking_groups(tmp_path: Path) -> None:
+    (tmp_path / "objs.yaml").write_text(
+        "apiVersion: v1\nkind: Foo\nmetadata: {name: f}\n---\n"
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: default}\n---\n"
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: i, namespace: default}\n"
+    )
+    doc = _json_scan(tmp_path)
+    unknown = sorted(e["message"].split(" (")[0] for e in doc["errors"] if "unknown kind" in e["message"])
+    assert unknown == ["unknown kind Foo", "unknown kind HTTPRoute"]

@@ -17,8 +17,6 @@ from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_lo
 from argo_doctor.sources.redact import SecretScrubber
 from argo_doctor.timeline import build_timeline
 
-BUILTIN_GROUPS = {"", "apps", "batch", "autoscaling", "policy", "extensions"}
-
 
 @dataclass
 class ScanResult:
@@ -129,11 +127,10 @@ def unknown_kinds(snap: Snapshot, scripts: LuaHealthScripts) -> list[Problem]:
         names = crd.spec.get("names")
         if isinstance(names, dict):
             defined.add((str(crd.spec.get("group") or ""), str(names.get("kind") or "")))
+    known = knowledge.known_kinds()
     problems = []
     for group, kind in sorted(snap.kinds()):
-        builtin = group in BUILTIN_GROUPS or group.endswith(".k8s.io") or group.endswith(".argoproj.io")
-        known = (group, kind) in defined or scripts.script_for(group, kind) is not None
-        if builtin or group == "argoproj.io" or known:
+        if (group, kind) in known or (group, kind) in defined or scripts.script_for(group, kind) is not None:
             continue
         objs = snap.of_kind(kind, group)
         problems.append(

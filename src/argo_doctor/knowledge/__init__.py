@@ -89,3 +89,9 @@ def sync_error_advice() -> tuple[SyncErrorAdvice, ...]:
         )
         for row in load_rows("sync_errors.yaml")
     )
+
+
+@cache
+def known_kinds() -> frozenset[tuple[str, str]]:
+    """(group, kind) of every kind known without a CRD: built-in Kubernetes and the Argo projects."""
+    return frozenset((str(row["group"]), kind) for row in load_rows("kinds.yaml") for kind in row["kinds"])
