@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from argo_doctor import __version__
+from argo_doctor import __version__, knowledge
 from argo_doctor.engine import health_assessor, run_scan, select_analyzers, signatures_for
 from argo_doctor.errors import ArgoDoctorError
 from argo_doctor.model import Problem, Severity
@@ -128,11 +128,13 @@ def rules() -> None:
 
 @main.command()
 @click.option("--rule", "rules_", multiple=True, help="Only the signatures of this rule.")
-def signatures(rules_: tuple[str, ...]) -> None:
+@click.option("--all", "all_", is_flag=True, help="Every signature of the knowledge base, used by a rule or not.")
+def signatures(rules_: tuple[str, ...], all_: bool) -> None:
     """Print the literal log needles the engine prefilters on, one per line (for benchmarks)."""
     with _errors_to_exit():
-        for sig in signatures_for(select_analyzers(rules_)).values():
-            click.echo(sig.needle.decode())
+        table = knowledge.log_signatures() if all_ else signatures_for(select_analyzers(rules_))
+        for needle in dict.fromkeys(sig.needle for sig in table.values()):
+            click.echo(needle.decode())
 
 
 def columns(rows: Sequence[Sequence[str]]) -> str:
