@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from argo_doctor import __version__, knowledge
-from argo_doctor.engine import health_assessor, run_scan, select_analyzers, signatures_for
+from argo_doctor import __version__, github_app, knowledge
+from argo_doctor.engine import health_assessor, parse_options, run_scan, select_analyzers, signatures_for
 from argo_doctor.errors import ArgoDoctorError
 from argo_doctor.model import Problem, Severity
 from argo_doctor.report import REPORTERS
@@ -53,10 +53,12 @@ def main() -> None:
 )
 @click.option("--rule", "rules", multiple=True, help="Run only this rule (repeatable).")
 @click.option("--skip-rule", "skip_rules", multiple=True, help="Do not run this rule (repeatable).")
+@click.option("--option", "option_pairs", multiple=True, metavar="RULE.KEY=VALUE",
+              help="A rule option, e.g. node-clock-skew.threshold=5 (`argo-doctor rules` lists them).")
 @_lua_dir_option
 def scan(
     paths: tuple[Path, ...], output: str, fail_on: str, rules: tuple[str, ...], skip_rules: tuple[str, ...],
-    lua_dirs: tuple[Path, ...],
+    option_pairs: tuple[str, ...], lua_dirs: tuple[Path, ...],
 ) -> None:
     """Scan bundles, tarballs, cluster-info dumps or object files, and report findings.
 
@@ -65,8 +67,9 @@ def scan(
     """
     with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         analyzers = select_analyzers(rules, skip_rules)
+        options = parse_options(option_pairs, analyzers)
         snap = bundle.load(paths, Path(workdir))
-        result = run_scan(snap, analyzers, lua_dirs)
+        result = run_scan(snap, analyzers, lua_dirs, options)
         REPORTERS[output](result, sys.stdout)
         sys.stdout.flush()
     if result.crashed:
@@ -124,6 +127,8 @@ def rules() -> None:
     """List the rules (analyzers)."""
     for analyzer in select_analyzers():
         click.echo(f"{analyzer.id:28} {analyzer.title}")
+        for key, meaning in analyzer.options.items():
+            click.echo(f"  --option {analyzer.id}.{key}=…  {meaning}")
 
 
 @main.command()
@@ -135,6 +140,42 @@ def signatures(rules_: tuple[str, ...], all_: bool) -> None:
         table = knowledge.log_signatures() if all_ else signatures_for(select_analyzers(rules_))
         for needle in dict.fromkeys(sig.needle for sig in table.values()):
             click.echo(needle.decode())
+
+
+@main.group("github-app")
+def github_app_group() -> None:
+    """GitHub App credentials, as Argo CD uses them."""
+
+
+@github_app_group.command("check")
+@click.option("--app-id", required=True, help="The GitHub App's id (githubAppID).")
+@click.option("--installation-id", required=True, help="The installation id (githubAppInstallationID).")
+@click.option("--private-key", "private_key", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="PEM file of the app's private key (githubAppPrivateKey). Never printed.")
+@click.option("--api-url", default=github_app.DEFAULT_API_URL, show_default=True,
+              help="GitHub's API; for GitHub Enterprise Server, https://HOST/api/v3.")
+@click.option("--clock-offset", type=float, default=0.0, show_default=True,
+              help="Sign as a host whose clock is this many seconds ahead (negative: behind).")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def github_app_check(
+    app_id: str, installation_id: str, private_key: Path, api_url: str, clock_offset: float, output: str
+) -> None:
+    """Request an installation token with the JWT Argo CD would sign, and explain the answer.
+
+    Exit status: 0 when GitHub issues a token, 1 when it refuses, 2 for bad options or an
+    unreachable GitHub.
+    """
+    with _errors_to_exit():
+        result = github_app.check(app_id, installation_id, private_key.read_bytes(), api_url, clock_offset)
+    if output == "json":
+        click.echo(msgspec.json.format(msgspec.json.encode(github_app.result_json(result)), indent=2).decode())
+    else:
+        click.echo(github_app.result_text(result))
+    if result.error is not None:
+        sys.exit(EXIT_USAGE)
+    if result.status != 201:
+        sys.exit(EXIT_FINDINGS)
 
 
 def columns(rows: Sequence[Sequence[str]]) -> str:

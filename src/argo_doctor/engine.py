@@ -61,16 +61,33 @@ def health_assessor(snap: Snapshot, lua_dirs: tuple[Path, ...] = ()) -> HealthAs
     return HealthAssessor(scripts)
 
 
-def run_scan(snap: Snapshot, analyzers: list[Analyzer], lua_dirs: tuple[Path, ...] = ()) -> ScanResult:
+def parse_options(pairs: tuple[str, ...], analyzers: list[Analyzer]) -> dict[str, str]:
+    """`RULE.KEY=VALUE` pairs, checked against the options the rules declare."""
+    known = {f"{a.id}.{key}" for a in analyzers for key in a.options}
+    options = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name.strip() not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            raise ConfigError(f"unknown option {pair!r}: expected RULE.KEY=VALUE, one of {listed}")
+        options[name.strip()] = value.strip()
+    return options
+
+
+def run_scan(
+    snap: Snapshot, analyzers: list[Analyzer], lua_dirs: tuple[Path, ...] = (), options: dict[str, str] | None = None
+) -> ScanResult:
     """Run the log pass and every analyzer over a snapshot."""
     stats = ScanStats()
     _log_pass(snap, analyzers, stats)
-    ctx = Context(snap, health_assessor(snap, lua_dirs))
+    ctx = Context(snap, health_assessor(snap, lua_dirs), options or {})
     findings: list[Finding] = []
     crashed = []
     for analyzer in analyzers:
         try:
             findings.extend(analyzer.analyze(ctx))
+        except ConfigError:
+            raise
         except Exception as exc:  # one broken analyzer must not lose the others
             crashed.append(analyzer.id)
             snap.problems.append(Problem(f"analyzer {analyzer.id}", f"internal error: {type(exc).__name__}: {exc}"))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar
 
+from argo_doctor.clock import MIN_SAMPLES, ClockEstimate, estimate_clocks
+from argo_doctor.errors import ConfigError
 from argo_doctor.health import HealthAssessor
 from argo_doctor.model import Finding
 from argo_doctor.snapshot import Snapshot
@@ -15,10 +17,30 @@ from argo_doctor.sources.logs import LogRecord, LogSignature
 
 @dataclass
 class Context:
-    """What an analyzer gets: the snapshot and the shared health assessor."""
+    """What an analyzer gets: the snapshot, the shared health assessor, rule options (`--option
+    RULE.KEY=VALUE`) and results shared between analyzers, computed once."""
 
     snap: Snapshot
     health: HealthAssessor
+    options: Mapping[str, str] = field(default_factory=dict)
+    _clocks: dict[str, ClockEstimate] | None = None
+
+    def option(self, rule: str, key: str, default: float) -> float:
+        """A numeric rule option; ConfigError when it is not a number."""
+        text = self.options.get(f"{rule}.{key}")
+        if text is None:
+            return default
+        try:
+            return float(text.removesuffix("s"))
+        except ValueError:
+            raise ConfigError(f"option {rule}.{key}={text!r} is not a number") from None
+
+    def clocks(self) -> dict[str, ClockEstimate]:
+        """Every node's clock offset estimate (computed on first use)."""
+        if self._clocks is None:
+            min_samples = int(self.option("node-clock-skew", "min-samples", MIN_SAMPLES))
+            self._clocks = estimate_clocks(self.snap, min_samples)
+        return self._clocks
 
 
 class Analyzer:
@@ -29,6 +51,8 @@ class Analyzer:
     id: ClassVar[str]
     title: ClassVar[str]
     signatures: ClassVar[tuple[str, ...]] = ()
+    options: ClassVar[dict[str, str]] = {}
+    """Options the rule takes through `--option RULE.KEY=VALUE`: key → what it means."""
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
         """Receive one log line that matched one of `signatures`."""
@@ -40,6 +64,18 @@ class Analyzer:
 
 def all_analyzers() -> list[type[Analyzer]]:
     """Every registered analyzer class, in a stable order."""
-    from argo_doctor.analyzers import app_unhealthy, sync_failed
+    from argo_doctor.analyzers import (
+        app_unhealthy,
+        github_app_token_clock,
+        node_clock_skew,
+        replica_error_divergence,
+        sync_failed,
+    )
 
-    return [app_unhealthy.AppUnhealthy, sync_failed.SyncFailed]
+    return [
+        github_app_token_clock.GithubAppTokenClock,
+        node_clock_skew.NodeClockSkew,
+        replica_error_divergence.ReplicaErrorDivergence,
+        app_unhealthy.AppUnhealthy,
+        sync_failed.SyncFailed,
+    ]

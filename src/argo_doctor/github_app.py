@@ -1,0 +1,201 @@
+"""`argo-doctor github-app check`: ask GitHub for an installation token the way Argo CD does.
+
+The JWT is built as bradleyfalzon/ghinstallation builds it for Argo CD (iat = now − 30 s truncated
+to the second, exp = iat + 2 min, iss = the app id, RS256), optionally with the clock shifted to
+sign as a skewed node would. The result says what GitHub answered, GitHub's own message (which
+Argo CD never logs), how far the local clock is from GitHub's (read from the response `Date`,
+bounded by the round trip), and the JWT's window as GitHub saw it. The token GitHub returns and
+the private key are never printed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import jwt
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from argo_doctor.errors import ConfigError
+from argo_doctor.jwt_window import IAT_BACKDATE, LIFETIME, Window
+
+DEFAULT_API_URL = "https://api.github.com"
+TIMEOUT = 15.0
+
+
+@dataclass(frozen=True)
+class SignedJWT:
+    """An app JWT and its claims (the JWT itself is a credential: never print it)."""
+
+    token: str
+    iat: int
+    exp: int
+    iss: str
+
+
+def load_private_key(pem: bytes) -> Any:
+    """The app's RSA private key; ConfigError (without the key's content) when it is not one."""
+    try:
+        return load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"the private key is not an unencrypted PEM RSA key ({type(exc).__name__})") from None
+
+
+def sign_app_jwt(app_id: str, key: Any, now: float) -> SignedJWT:
+    """The JWT ghinstallation signs at `now` (seconds since the epoch, by the signer's clock)."""
+    iat = math.floor(now - IAT_BACKDATE)
+    exp = iat + LIFETIME
+    token = jwt.encode({"iat": iat, "exp": exp, "iss": app_id}, key, algorithm="RS256")
+    return SignedJWT(token, iat, exp, app_id)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What `check` learned."""
+
+    url: str
+    status: int | None
+    github_message: str | None
+    clock_offset: float
+    jwt_iat: int
+    jwt_exp: int
+    server_offset: float | None
+    """Local clock − GitHub's clock, from the response Date header (None without one)."""
+    server_offset_bound: float | None
+    error: str | None = None
+
+    @property
+    def iat_in(self) -> float | None:
+        """Seconds from GitHub's now to the JWT's iat, as GitHub saw it."""
+        return None if self.server_offset is None else self.jwt_iat - self._github_now
+
+    @property
+    def exp_in(self) -> float | None:
+        """Seconds from GitHub's now to the JWT's exp, as GitHub saw it."""
+        return None if self.server_offset is None else self.jwt_exp - self._github_now
+
+    @property
+    def _github_now(self) -> float:
+        # the JWT was signed at local time t + clock_offset; GitHub's clock read t - server_offset
+        return self.jwt_iat + IAT_BACKDATE - self.clock_offset - (self.server_offset or 0.0)
+
+    @property
+    def verdict(self) -> str:
+        """One sentence: what the answer means."""
+        if self.error is not None:
+            return f"GitHub could not be reached: {self.error}"
+        if self.status == 201:
+            return "GitHub issued an installation token: these credentials work with this clock."
+        message = self.github_message or ""
+        if self.status == 401 and ("'exp'" in message or "'iat'" in message):
+            window = Window(self.clock_offset + (self.server_offset or 0.0))
+            return (
+                f"GitHub rejected the JWT's time claims: {window.explain()}. The signing clock, not the "
+                "credentials, is the problem."
+            )
+        if self.status == 401:
+            return "GitHub rejected the JWT itself (wrong private key for this app, or wrong app id)."
+        if self.status == 404:
+            return "GitHub does not know this installation for this app (wrong installation id, or app uninstalled)."
+        if self.status == 403:
+            return "GitHub refused the request (app suspended, or rate limited)."
+        return f"Unexpected answer from GitHub: HTTP {self.status}."
+
+
+def check(
+    app_id: str, installation_id: str, private_key_pem: bytes, api_url: str = DEFAULT_API_URL,
+    clock_offset: float = 0.0, client: httpx.Client | None = None,
+) -> CheckResult:
+    """Request an installation token with a JWT signed `clock_offset` seconds off the local clock."""
+    key = load_private_key(private_key_pem)
+    signed = sign_app_jwt(app_id, key, time.time() + clock_offset)
+    url = f"{api_url.rstrip('/')}/app/installations/{installation_id}/access_tokens"
+    headers = {
+        "Authorization": f"Bearer {signed.token}",
+        "Accept": "application/vnd.github+json",
+        "User-Agent": "argo-doctor",
+    }
+    own = client is None
+    http = client or httpx.Client(timeout=TIMEOUT)
+    sent = time.time()
+    try:
+        response = http.post(url, headers=headers)
+    except httpx.HTTPError as exc:
+        reason = str(exc) or type(exc).__name__
+        return CheckResult(url, None, None, clock_offset, signed.iat, signed.exp, None, None, reason)
+    finally:
+        if own:
+            http.close()
+    received = time.time()
+    offset, bound = _server_offset(response.headers.get("date"), sent, received)
+    return CheckResult(url, response.status_code, _message(response), clock_offset, signed.iat, signed.exp,
+                       offset, bound)
+
+
+def _server_offset(date: str | None, sent: float, received: float) -> tuple[float | None, float | None]:
+    if not date:
+        return None, None
+    try:
+        server = parsedate_to_datetime(date).timestamp() + 0.5  # Date is truncated to the second
+    except (TypeError, ValueError):
+        return None, None
+    return (sent + received) / 2 - server, (received - sent) / 2 + 0.5
+
+
+def _message(response: httpx.Response) -> str | None:
+    """GitHub's message, never the token of a successful answer."""
+    if response.status_code == 201:
+        try:
+            body = response.json()
+        except ValueError:
+            return None
+        expires = body.get("expires_at") if isinstance(body, dict) else None
+        return f"installation token issued (expires {expires})" if expires else "installation token issued"
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or None
+    return str(body.get("message")) if isinstance(body, dict) and body.get("message") else None
+
+
+def result_json(result: CheckResult) -> dict[str, Any]:
+    """The result as the JSON `github-app check -o json` prints."""
+    def rounded(value: float | None, digits: int) -> float | None:
+        return None if value is None else round(value, digits)
+
+    window = None
+    if result.iat_in is not None and result.exp_in is not None:
+        window = {"iatInSeconds": round(result.iat_in, 1), "expInSeconds": round(result.exp_in, 1)}
+    return {
+        "url": result.url,
+        "status": result.status,
+        "githubMessage": result.github_message,
+        "clockOffset": result.clock_offset,
+        "serverClockOffset": rounded(result.server_offset, 3),
+        "serverClockOffsetBound": rounded(result.server_offset_bound, 3),
+        "jwt": {"iat": result.jwt_iat, "exp": result.jwt_exp, "asSeenByGitHub": window},
+        "verdict": result.verdict,
+        "error": result.error,
+    }
+
+
+def result_text(result: CheckResult) -> str:
+    """The result as aligned `key  value` lines."""
+    lines = [("request", f"POST {result.url}"), ("status", str(result.status or "-")),
+             ("github says", result.github_message or "-")]
+    if result.server_offset is not None and result.server_offset_bound is not None:
+        way = "ahead of" if result.server_offset > 0 else "behind"
+        lines.append(("local clock", f"{abs(result.server_offset):.1f} s {way} GitHub's "
+                                     f"(± {result.server_offset_bound:.1f} s, from the Date header)"))
+    if result.clock_offset:
+        lines.append(("signed as", f"a clock {result.clock_offset:+.0f} s off the local one"))
+    if result.iat_in is not None and result.exp_in is not None:
+        lines.append(("JWT at GitHub", f"iat {result.iat_in:+.0f} s, exp {result.exp_in:+.0f} s from GitHub's now "
+                                       "(GitHub wants iat <= 0 < exp <= 600)"))
+    lines.append(("verdict", result.verdict))
+    width = max(len(key) for key, _ in lines)
+    return "\n".join(f"{key.ljust(width)}  {value}" for key, value in lines)
