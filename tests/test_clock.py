@@ -169,3 +169,18 @@ def test_combine_reports_the_spread() -> None:
     samples = [ClockSample("n", "event", o, 0.5, "x", None, "") for o in (-10.0, -20.0, -30.0, -20.0)]
     estimate = combine("n", samples)
     assert estimate.offset == -20.0 and estimate.uncertainty == pytest.approx(1.4826 * 5.0)
+
+
+def test_repeated_events_use_their_last_write_not_their_creation() -> None:
+    stale = kubelet_event("node-a", 0.0, 1)
+    stale["count"] = 14  # the series began 45 minutes before this object was created
+    stale["firstTimestamp"] = _z(SERVER - timedelta(minutes=46))
+    assert estimate_clocks(snapshot([stale])) == {}
+    patched = dict(stale)
+    patched["lastTimestamp"] = _z(SERVER - timedelta(seconds=187))
+    patched["metadata"] = {**stale["metadata"], "managedFields": [
+        {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": _z(SERVER),
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:count": {}, "f:lastTimestamp": {}}},
+    ]}
+    (sample,) = estimate_clocks(snapshot([patched]), min_samples=1)["node-a"].samples
+    assert sample.offset == -187.0 and ".lastTimestamp" in sample.location

@@ -77,6 +77,8 @@ class ClockEstimate:
         n = len(self.samples)
         if self.offset is None or self.uncertainty is None:
             return f"unknown ({n} sample{'s' if n != 1 else ''}; at least {MIN_SAMPLES} needed)"
+        if abs(self.offset) < 0.05:
+            return f"0.0 s from the API server's (± {self.uncertainty:.1f} s, {n} samples)"
         way = "ahead of" if self.offset > 0 else "behind"
         return f"{abs(self.offset):.1f} s {way} the API server (± {self.uncertainty:.1f} s, {n} samples)"
 
@@ -149,27 +151,42 @@ def _event_node(event: KEvent) -> str | None:
 
 
 def event_samples(snap: Snapshot) -> list[ClockSample]:
-    """One sample per kubelet Event: when the node says it happened against when it was created."""
+    """One sample per kubelet Event: when the node says it happened against when the API server
+    stored it. A single event pairs its first time with its creation; a repeated one (count > 1,
+    or a series) keeps the first time of the whole series, possibly from an earlier object of the
+    same name, so only its last time counts, against the kubelet's last write in managedFields."""
     samples = []
     for event in snap.events:
         node = _event_node(event)
-        created = event.created
-        if node is None or created is None:
+        if node is None:
             continue
         raw = event.obj.raw
-        micro = parse_time(raw.get("eventTime"))
-        if micro is not None:
-            offset, uncertainty, said = (micro - created).total_seconds() - 0.5, 0.5, micro
-        elif (first := parse_time(raw.get("firstTimestamp"))) is not None:
-            offset, uncertainty, said = (first - created).total_seconds(), 1.0, first
+        repeated = event.count > 1 or bool(raw.get("series"))
+        if repeated:
+            stamped = _kubelet_entry(event.obj, None)
+            server = stamped[0] if stamped is not None else None
+            series = mapping(raw.get("series"))
+            said = parse_time(series.get("lastObservedTime")) or parse_time(raw.get("lastTimestamp"))
+            micro = said is not None and bool(series.get("lastObservedTime"))
         else:
+            server = event.created
+            said = parse_time(raw.get("eventTime")) or parse_time(raw.get("firstTimestamp"))
+            micro = bool(raw.get("eventTime"))
+        if server is None or said is None:
             continue
+        if micro:  # node time in microseconds, server time truncated to the second
+            offset, uncertainty = (said - server).total_seconds() - 0.5, 0.5
+        else:
+            offset, uncertainty = (said - server).total_seconds(), 1.0
+        created = server
         samples.append(ClockSample(
             node, "event", offset, uncertainty,
-            f"{event.obj.location} {event.obj.ref} .firstTimestamp/.eventTime, .metadata.creationTimestamp",
+            f"{event.obj.location} {event.obj.ref} "
+            + (".lastTimestamp, .metadata.managedFields" if repeated else
+               ".firstTimestamp, .metadata.creationTimestamp"),
             created,
-            f"kubelet event {event.reason} at {format_time(said)} (node clock) created at "
-            f"{format_time(created)} (API server clock)",
+            f"kubelet event {event.reason} at {format_time(said)} (node clock) "
+            f"{'updated' if repeated else 'created'} at {format_time(created)} (API server clock)",
         ))
     return samples
 
