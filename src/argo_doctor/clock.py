@@ -78,7 +78,7 @@ class ClockEstimate:
         if self.offset is None or self.uncertainty is None:
             return f"unknown ({n} sample{'s' if n != 1 else ''}; at least {MIN_SAMPLES} needed)"
         if abs(self.offset) < 0.05:
-            return f"0.0 s from the API server's (± {self.uncertainty:.1f} s, {n} samples)"
+            return f"0.0 s off the API server (± {self.uncertainty:.1f} s, {n} samples)"
         way = "ahead of" if self.offset > 0 else "behind"
         return f"{abs(self.offset):.1f} s {way} the API server (± {self.uncertainty:.1f} s, {n} samples)"
 
