@@ -86,8 +86,8 @@ class GithubAppTokenClock(Analyzer):
 
     def _failure_evidence(self, pod: Obj) -> list[Evidence]:
         failures = self._failures[(pod.namespace, pod.name)]
-        records = [r for r in (failures.first, failures.last) if r is not None]
-        return [log_evidence(r) for r in dict.fromkeys(records)]
+        records = [failures.first] if failures.first is failures.last else [failures.first, failures.last]
+        return [log_evidence(r) for r in records if r is not None]
 
     def _describe(self, pod: Obj) -> str:
         failures = self._failures[(pod.namespace, pod.name)]
@@ -158,8 +158,8 @@ class GithubAppTokenClock(Analyzer):
     def _flapping(self, observed: list[Obj], failing: list[Obj]) -> str:
         return (
             f" Argo CD sends each repository request to one of the {len(observed)} repo-server replicas; "
-            f"{plural(len(failing), 'replica')} fail and the others succeed, so the repository shows connected on one "
-            "refresh and failed on the next."
+            f"{len(failing)} of them {'fails' if len(failing) == 1 else 'fail'} and the others succeed, so the "
+            "repository shows connected on one refresh and failed on the next."
         )
 
     def _clock_cause(

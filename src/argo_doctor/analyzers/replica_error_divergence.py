@@ -27,17 +27,21 @@ MAX_SIGNATURES_PER_CONTAINER = 500
 DEFAULT_MIN_COUNT = 3
 _VOLATILE = (
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
-    (re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"), "<hex>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"), "<hex>"),
     (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
     (re.compile(r"\s+"), " "),
 )
 
 
+def _error_of(record: LogRecord) -> str:
+    return record.fields.get("error") or record.fields.get("grpc.error") or ""  # v3 logs gRPC errors as grpc.error
+
+
 def error_signature(record: LogRecord) -> str:
     """The message and error of a log line with volatile parts blanked."""
     text = record.message
-    if record.fields.get("error"):
-        text += " | " + record.fields["error"]
+    if _error_of(record):
+        text += " | " + _error_of(record)
     for pattern, repl in _VOLATILE:
         text = pattern.sub(repl, text)
     return text.strip()[:300]
@@ -129,11 +133,13 @@ class ReplicaErrorDivergence(Analyzer):
             evidence.append(object_evidence(pod, ".spec.nodeName", f"{pod.name} runs on {node}"))
             evidence.append(log_evidence(counts[0].example))
         clean_text = ", ".join(f"{p.name} on {p.node_name or 'unknown node'}" for p in clean)
-        top = signatures[0][0]
+        example = next(iter(signatures[0][1].values())).example
+        top = example.message + (f": {_error_of(example)}" if _error_of(example) else "")
         summary = (
             f"{plural(len(bad), 'replica')} of the {len(pods)} of {workload.kind} {workload.namespace}/{workload.name} "
-            f"(container {container}) log an error the other replicas never log: {'; '.join(lines)}. "
-            f"Clean: {clean_text}. The error: \"{top}\""
+            f"(container {container}) {'logs' if len(bad) == 1 else 'log'} an error the other replicas never log: "
+            f"{'; '.join(lines)}. "
+            f"Clean: {clean_text}. The error, as the first of them logged it: \"{top[:400]}\""
         )
         if len(signatures) > 1:
             summary += f" (and {len(signatures) - 1} more error signature(s) on the same replicas)"
