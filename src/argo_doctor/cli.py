@@ -13,13 +13,16 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from argo_doctor import __version__, github_app, knowledge
+from argo_doctor import __version__, github_app, helm, knowledge
 from argo_doctor.engine import health_assessor, parse_options, run_scan, select_analyzers, signatures_for
-from argo_doctor.errors import ArgoDoctorError
+from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.model import Problem, Severity
 from argo_doctor.report import REPORTERS
-from argo_doctor.report.json import problem_json
+from argo_doctor.report import helm as helm_report
+from argo_doctor.report.json import chain_json, evidence_json, problem_json, timeline_json
 from argo_doctor.sources import bundle
+from argo_doctor.timeline import full_timeline, select
+from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -77,6 +80,52 @@ def scan(
               EXIT_INTERNAL)
     if fail_on != "never" and any(f.severity >= Severity.parse(fail_on) for f in result.findings):
         sys.exit(EXIT_FINDINGS)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--around", help="Centre of the window: an RFC 3339 time (e.g. 2026-11-22T15:03:00Z).")
+@click.option("--window", default="10m", show_default=True, help="Width of the window around --around (Go duration).")
+@click.option("--component", "components", multiple=True,
+              help="Only this component (repo-server, application-controller, events, kube-apiserver, ...).")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def timeline(
+    paths: tuple[Path, ...], around: str | None, window: str, components: tuple[str, ...], output: str
+) -> None:
+    """Print one ordered timeline of every timestamped fact of every component, with the causal
+    chains the findings establish."""
+    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+        centre = parse_time(around) if around else None
+        width = parse_go_duration(window)
+        if (around and centre is None) or width is None:
+            raise ConfigError(f"--around {around!r} must be an RFC 3339 time and --window {window!r} a duration")
+        snap = bundle.load(paths, Path(workdir))
+        result = run_scan(snap, select_analyzers())
+        entries = select(full_timeline(snap, result.findings), centre, width, components)
+        chained = [f for f in result.findings if f.chain]
+        if output == "json":
+            doc = {
+                "timeline": [timeline_json(e) for e in entries],
+                "chains": [{"finding": f.id, "title": f.title, "steps": [
+                    {**evidence_json(f.evidence[s["evidence"]]), "gapSeconds": s["gapSeconds"]} for s in chain_json(f)
+                ]} for f in chained],
+            }
+            click.echo(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+            return
+        previous = None
+        rows = [("TIME", "+S", "COMPONENT", "WHAT", "WHERE")]
+        for entry in entries:
+            gap = "" if previous is None else f"{(entry.time - previous).total_seconds():+.0f}"
+            previous = entry.time
+            rows.append((format_time(entry.time) or "", gap, entry.component, " ".join(entry.excerpt.split())[:160],
+                         entry.location))
+        click.echo(columns(rows))
+        for finding in chained:
+            click.echo(f"\nCausal chain ({finding.rule}): {finding.title}")
+            for step in chain_json(finding):
+                item = finding.evidence[step["evidence"]]
+                gap = "" if step["gapSeconds"] is None else f"+{step['gapSeconds']:g} s  "
+                click.echo(f"  → {format_time(item.time)}  {gap}{' '.join(item.excerpt.split())[:140]}")
 
 
 @main.command()
@@ -140,6 +189,28 @@ def signatures(rules_: tuple[str, ...], all_: bool) -> None:
         table = knowledge.log_signatures() if all_ else signatures_for(select_analyzers(rules_))
         for needle in dict.fromkeys(sig.needle for sig in table.values()):
             click.echo(needle.decode())
+
+
+@main.command("helm-check")
+@click.argument("chart", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-f", "--values", "values_files", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A values file, as helm template -f (repeatable).")
+@click.option("--render-twice", is_flag=True, help="Also render twice with the helm binary on PATH and diff.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def helm_check(chart: Path, values_files: tuple[Path, ...], render_twice: bool, output: str) -> None:
+    """Find template calls whose output changes on every render (genCA, randAlphaNum, now, lookup…).
+
+    Exit status: 0 when the chart renders the same every time, 1 when it does not, 2 for bad input.
+    """
+    with _errors_to_exit():
+        report = helm.scan_chart(chart, values_files, render_twice)
+    if output == "json":
+        click.echo(msgspec.json.format(msgspec.json.encode(helm_report.report_json(report)), indent=2).decode())
+    else:
+        click.echo(helm_report.report_text(report))
+    if report.uses or report.render_diff:
+        sys.exit(EXIT_FINDINGS)
 
 
 @main.group("github-app")

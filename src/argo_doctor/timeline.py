@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from argo_doctor.model import Evidence, Finding, TimelineEntry
 from argo_doctor.snapshot import Snapshot
+from argo_doctor.sources.objects import mapping
+from argo_doctor.timeutil import parse_time
 
 
 def component_of(snap: Snapshot, evidence: Evidence) -> str:
@@ -39,3 +43,53 @@ def build_timeline(snap: Snapshot, findings: list[Finding]) -> list[TimelineEntr
     ]
     entries.sort(key=lambda e: (e.time, e.location))
     return entries
+
+
+def context_entries(snap: Snapshot) -> list[TimelineEntry]:
+    """Timestamped facts outside findings: every Event, Application operations, Workflow nodes."""
+    entries = []
+    for event in snap.events:
+        if event.time is not None:
+            about = f" {event.involved}" if event.involved else ""
+            entries.append(TimelineEntry(event.time, "events", "event", event.obj.location,
+                                         f"{event.type} {event.reason}{about}: {event.message}"))
+    for app in snap.applications():
+        op = mapping(app.status.get("operationState"))
+        for key, what in (("startedAt", "started"), ("finishedAt", "finished")):
+            when = parse_time(op.get(key))
+            if when is not None:
+                entries.append(TimelineEntry(when, "application-controller", "object",
+                                             f"{app.location} {app.ref} .status.operationState.{key}",
+                                             f"{app.name}: operation {what} (phase {op.get('phase')})"))
+    for workflow in snap.of_kind("Workflow", "argoproj.io"):
+        for node_id, node in mapping(workflow.status.get("nodes")).items():
+            node = mapping(node)
+            when = parse_time(node.get("finishedAt"))
+            if when is not None and node.get("phase") in ("Failed", "Error"):
+                entries.append(TimelineEntry(when, "workflow-controller", "object",
+                                             f"{workflow.location} {workflow.ref} .status.nodes.{node_id}",
+                                             f"{workflow.name} node {node.get('displayName')} {node.get('phase')}: "
+                                             f"{node.get('message') or ''}"))
+    return entries
+
+
+def full_timeline(snap: Snapshot, findings: list[Finding]) -> list[TimelineEntry]:
+    """The findings' timeline merged with the context entries, each fact once, oldest first."""
+    entries = build_timeline(snap, findings)
+    seen = {(e.location, e.excerpt) for e in entries}
+    seen_locations = {e.location for e in entries}
+    for entry in context_entries(snap):
+        if (entry.location, entry.excerpt) not in seen and entry.location not in seen_locations:
+            entries.append(entry)
+    entries.sort(key=lambda e: (e.time, e.location))
+    return entries
+
+
+def select(
+    entries: list[TimelineEntry], around: datetime | None, window: float, components: tuple[str, ...]
+) -> list[TimelineEntry]:
+    """Entries within window/2 of `around` (all when None) and of the given components (all when empty)."""
+    half = timedelta(seconds=window / 2)
+    return [e for e in entries
+            if (around is None or around - half <= e.time <= around + half)
+            and (not components or e.component in components)]

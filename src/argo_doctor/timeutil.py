@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,3 +33,20 @@ def format_time(value: datetime | None) -> str | None:
     value = value.astimezone(UTC)
     text = value.isoformat(timespec="milliseconds" if value.microsecond else "seconds")
     return text.replace("+00:00", "Z")
+
+
+_GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_go_duration(text: str | None) -> float | None:
+    """Seconds in a Go duration (`24h`, `3m0s`, `1h30m`, `180s`); a bare number counts as seconds."""
+    if not text:
+        return None
+    text = text.strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return float(text)
+    parts = _GO_DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)

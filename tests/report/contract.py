@@ -8,7 +8,7 @@ from typing import Any
 
 TOP = {"schemaVersion", "tool", "source", "findings", "timeline", "errors"}
 SOURCE = {"inputs", "format", "collectedAt", "cluster", "objects", "logFiles", "auditFiles"}
-FINDING = {"id", "rule", "severity", "title", "summary", "objects", "evidence", "remediation"}
+FINDING = {"id", "rule", "severity", "title", "summary", "objects", "evidence", "remediation", "chain"}
 REF = {"apiVersion", "kind", "namespace", "name"}
 EVIDENCE = {"kind", "time", "location", "excerpt"}
 TIMELINE = {"time", "component", "kind", "location", "excerpt", "findings"}
@@ -46,6 +46,13 @@ def validate(doc: dict[str, Any]) -> None:
         remediation = finding["remediation"]
         assert set(remediation) <= {"text", "patch", "command", "docs"} and {"text", "docs"} <= set(remediation)
         assert isinstance(remediation["docs"], list)
+        previous = None
+        for step in finding["chain"]:
+            assert set(step) == {"evidence", "gapSeconds"} and 0 <= step["evidence"] < len(finding["evidence"])
+            when = finding["evidence"][step["evidence"]]["time"]
+            if when is not None and previous is not None:
+                assert step["gapSeconds"] == (datetime.fromisoformat(when) - previous).total_seconds()
+            previous = datetime.fromisoformat(when) if when is not None else previous
     assert order == sorted(order), "findings are not most severe first"
     times = []
     for entry in doc["timeline"]:

@@ -10,9 +10,11 @@ from typing import ClassVar
 from argo_doctor.clock import MIN_SAMPLES, ClockEstimate, estimate_clocks
 from argo_doctor.errors import ConfigError
 from argo_doctor.health import HealthAssessor
+from argo_doctor.helm import ChartReport, NondeterministicUse, find_charts, scan_chart
 from argo_doctor.model import Finding
-from argo_doctor.snapshot import Snapshot
+from argo_doctor.snapshot import Obj, Snapshot
 from argo_doctor.sources.logs import LogRecord, LogSignature
+from argo_doctor.sources.objects import mapping
 
 
 @dataclass
@@ -24,6 +26,7 @@ class Context:
     health: HealthAssessor
     options: Mapping[str, str] = field(default_factory=dict)
     _clocks: dict[str, ClockEstimate] | None = None
+    _charts: list[ChartReport] | None = None
 
     def option(self, rule: str, key: str, default: float) -> float:
         """A numeric rule option; ConfigError when it is not a number."""
@@ -34,6 +37,29 @@ class Context:
             return float(text.removesuffix("s"))
         except ValueError:
             raise ConfigError(f"option {rule}.{key}={text!r} is not a number") from None
+
+    def chart_reports(self) -> list[ChartReport]:
+        """Every Helm chart under the input's `repo/` folders, analysed once."""
+        if self._charts is None:
+            self._charts = [scan_chart(path) for root in self.snap.roots
+                            for path in find_charts(root / "repo") if (root / "repo").is_dir()]
+        return self._charts
+
+    def chart_for(self, app: Obj) -> ChartReport | None:
+        """The chart in `repo/` that an Application's source path points at."""
+        path = str(mapping(app.spec.get("source")).get("path") or "").strip("/")
+        if not path:
+            return None
+        for report in self.chart_reports():
+            parts = report.path.parts
+            if "repo" in parts and "/".join(parts[len(parts) - parts[::-1].index("repo"):]) == path:
+                return report
+        return None
+
+    def chart_uses(self, app: Obj) -> list[NondeterministicUse]:
+        """Non-deterministic template calls of the Application's chart, if the chart is in the input."""
+        report = self.chart_for(app)
+        return list(report.uses) if report is not None else []
 
     def clocks(self) -> dict[str, ClockEstimate]:
         """Every node's clock offset estimate (computed on first use)."""
@@ -66,16 +92,24 @@ def all_analyzers() -> list[type[Analyzer]]:
     """Every registered analyzer class, in a stable order."""
     from argo_doctor.analyzers import (
         app_unhealthy,
+        auto_sync_without_change,
         github_app_token_clock,
+        helm_nondeterministic_render,
         node_clock_skew,
         replica_error_divergence,
         sync_failed,
+        webhook_blast_radius,
+        webhook_ca_mismatch,
     )
 
     return [
         github_app_token_clock.GithubAppTokenClock,
         node_clock_skew.NodeClockSkew,
         replica_error_divergence.ReplicaErrorDivergence,
+        auto_sync_without_change.AutoSyncWithoutChange,
+        helm_nondeterministic_render.HelmNondeterministicRender,
+        webhook_blast_radius.WebhookBlastRadius,
+        webhook_ca_mismatch.WebhookCaMismatch,
         app_unhealthy.AppUnhealthy,
         sync_failed.SyncFailed,
     ]

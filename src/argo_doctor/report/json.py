@@ -40,7 +40,20 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "objects": [ref_json(r) for r in finding.objects],
         "evidence": [evidence_json(e) for e in finding.evidence],
         "remediation": remediation,
+        "chain": chain_json(finding),
     }
+
+
+def chain_json(finding: Finding) -> list[dict[str, Any]]:
+    """The causal chain: evidence indexes in order, with the seconds since the previous step."""
+    steps = []
+    previous = None
+    for index in finding.chain:
+        when = finding.evidence[index].time
+        gap: float | None = (when - previous).total_seconds() if when is not None and previous is not None else None
+        steps.append({"evidence": index, "gapSeconds": gap})
+        previous = when or previous
+    return steps
 
 
 def timeline_json(entry: TimelineEntry) -> dict[str, Any]:

@@ -28,6 +28,12 @@ def render(result: ScanResult, out: IO[str]) -> None:
                     f"| {_cell(item.excerpt)} |\n"
                 )
             out.write("\n")
+        if finding.chain:
+            out.write("**Causal chain**\n\n")
+            for step, index in enumerate(finding.chain, 1):
+                item = finding.evidence[index]
+                out.write(f"{step}. {format_time(item.time) or ''} `{_cell(item.location)}`: {_cell(item.excerpt)}\n")
+            out.write("\n")
         out.write(f"**Remediation:** {finding.remediation.text}\n\n")
         if finding.remediation.command:
             out.write(f"```sh\n{finding.remediation.command}\n```\n\n")

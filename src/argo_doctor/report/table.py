@@ -44,6 +44,17 @@ def _finding_panel(finding: Finding) -> Panel:
         evidence.add_row(format_time(item.time) or "", escape(item.location), escape(_short(item.excerpt)))
     if finding.evidence:
         body.add_row("evidence", evidence)
+    if finding.chain:
+        steps = []
+        previous = None
+        for index in finding.chain:
+            item = finding.evidence[index]
+            gap = ""
+            if item.time is not None and previous is not None:
+                gap = f"(+{(item.time - previous).total_seconds():g} s) "
+            previous = item.time or previous
+            steps.append(f"{gap}{escape(_short(item.excerpt)[:90])}")
+        body.add_row("chain", "\n→ ".join(steps))
     fix = escape(finding.remediation.text)
     if finding.remediation.command:
         fix += f"\n[green]$ {escape(finding.remediation.command)}[/green]"

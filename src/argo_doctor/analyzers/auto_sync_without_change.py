@@ -1,0 +1,275 @@
+"""auto-sync-without-change: automated syncs that apply the revision already deployed.
+
+Nobody pushed, yet Argo CD synced: the manifests it rendered from the same revision differed
+from what was live. The usual cause is a chart that renders differently every time (generated
+certificates, random passwords) re-rendered after the repo-server's manifest cache expired. The
+finding lists when it happened and how often, which resources the last such sync changed, the
+likely trigger with the repo-server's `manifest cache miss` and `helm template` lines before each
+sync, and what broke right after (calls to webhooks the sync reconfigured), as a causal chain.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from itertools import pairwise
+from typing import Any
+
+from argo_doctor.analyzers import Analyzer, Context
+from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
+from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
+from argo_doctor.snapshot import Obj
+from argo_doctor.sources.logs import LogRecord, LogSignature
+from argo_doctor.sources.objects import as_int, as_list, mapping
+from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
+from argo_doctor.webhooks import CONFIG_KINDS, call_failures, failed_webhook_name
+
+MAX_LINES = 20_000
+BEFORE = timedelta(minutes=10)
+AFTER = timedelta(minutes=5)
+DEFAULT_CACHE_EXPIRATION = 24 * 3600.0
+CACHE_KEYS = ("reposerver.repo.cache.expiration", "reposerver.default.cache.expiration")
+DOCS = (
+    "https://argo-cd.readthedocs.io/en/stable/user-guide/helm/#random-data",
+    "https://argo-cd.readthedocs.io/en/stable/user-guide/diffing/",
+    "https://argo-cd.readthedocs.io/en/stable/operator-manual/high_availability/#argocd-repo-server",
+)
+
+
+@dataclass
+class _Instance:
+    """One automated sync of an unchanged revision."""
+
+    start: datetime
+    revision: str
+    source: str
+    evidence: list[Evidence] = field(default_factory=list)
+    chain: list[int] = field(default_factory=list)
+    trigger: str = ""
+    failures: list[str] = field(default_factory=list)
+
+
+def _revision(entry: dict[str, Any]) -> str:
+    revisions = as_list(entry.get("revisions"))
+    return ",".join(str(r) for r in revisions) if revisions else str(entry.get("revision") or "")
+
+
+class AutoSyncWithoutChange(Analyzer):
+    """Automated syncs without a new commit."""
+
+    id = "auto-sync-without-change"
+    title = "Automated sync without a new commit"
+    signatures = (
+        "argocd.manifest-cache-miss",
+        "argocd.helm-template",
+        "argocd.automated-sync",
+        "argocd.operation-phase",
+        "k8s.webhook-call-failed",
+    )
+
+    def __init__(self) -> None:
+        self._lines: dict[str, deque[tuple[LogRecord, re.Match[str] | None]]] = {
+            sig: deque(maxlen=MAX_LINES) for sig in self.signatures
+        }
+
+    def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
+        """Keep the lines (bounded) for correlation with each Application's syncs."""
+        if record.time is not None:
+            self._lines[signature.id].append((record, match))
+
+    def analyze(self, ctx: Context) -> Iterable[Finding]:
+        """One finding per Application with automated syncs of an unchanged revision."""
+        for app in ctx.snap.applications():
+            instances = self._instances(app)
+            if instances:
+                yield self._finding(ctx, app, instances)
+
+    def _instances(self, app: Obj) -> list[_Instance]:
+        history = [mapping(h) for h in as_list(app.status.get("history"))]
+        history.sort(key=lambda h: (as_int(h.get("id")), str(h.get("deployedAt") or "")))
+        found = []
+        for index, (prev, cur) in enumerate(pairwise(history), start=1):
+            revision = _revision(cur)
+            automated = mapping(cur.get("initiatedBy")).get("automated") is True
+            start = parse_time(cur.get("deployStartedAt")) or parse_time(cur.get("deployedAt"))
+            if revision and revision == _revision(prev) and automated and start is not None:
+                instance = _Instance(start, revision, f".status.history[{index}]")
+                instance.evidence.append(object_evidence(
+                    app, instance.source,
+                    f"automated sync {format_time(start)} deployed {revision[:12]}, the revision already deployed "
+                    f"{format_time(parse_time(prev.get('deployedAt')))} "
+                    f"(history id {prev.get('id')} → {cur.get('id')})",
+                    start,
+                ))
+                found.append(instance)
+        return found
+
+    def _app_lines(self, app: Obj, sig: str) -> list[tuple[LogRecord, re.Match[str] | None]]:
+        names = {app.name, f"{app.namespace}/{app.name}"}
+        source = mapping(app.spec.get("source"))
+        release = mapping(source.get("helm")).get("releaseName") or app.name
+        repo, path = str(source.get("repoURL") or ""), str(source.get("path") or "")
+        result = []
+        for record, match in self._lines[sig]:
+            if sig == "argocd.manifest-cache-miss":
+                text = record.message
+                ok = bool(repo) and f"RepoURL:{repo}" in text and (not path or f"Path:{path}," in text)
+            elif sig == "argocd.helm-template":
+                ok = match is not None and match.group("release") == release
+            elif sig == "argocd.operation-phase":
+                ok = match is not None and match.group("app") in names
+            elif sig == "argocd.automated-sync":
+                ok = record.fields.get("application") in names
+            else:
+                ok = True
+            if ok:
+                result.append((record, match))
+        return result
+
+    def _correlate(self, ctx: Context, app: Obj, instance: _Instance, webhook_names: set[str]) -> None:
+        start = instance.start
+
+        def near(sig: str, low: timedelta, high: timedelta) -> list[tuple[LogRecord, re.Match[str] | None]]:
+            return [(r, m) for r, m in self._app_lines(app, sig)
+                    if r.time is not None and start - low <= r.time <= start + high]
+
+        misses = near("argocd.manifest-cache-miss", BEFORE, timedelta(seconds=5))
+        renders = near("argocd.helm-template", BEFORE, timedelta(seconds=5))
+        initiated = near("argocd.automated-sync", timedelta(seconds=60), timedelta(seconds=60))
+        phases = near("argocd.operation-phase", timedelta(seconds=5), timedelta(minutes=5))
+        steps: list[Evidence] = []
+        for group in (misses[-1:], renders[-1:], initiated[:1]):
+            steps.extend(log_evidence(r) for r, _ in group)
+        running = [r for r, m in phases if m is not None and m.group("phase") == "Running"][:1]
+        done = [r for r, m in phases if m is not None and m.group("phase") in ("Succeeded", "Failed", "Error")][:1]
+        steps.extend(log_evidence(r) for r in (*running, *done))
+        failures = [f for f in call_failures(ctx.snap) if f.webhook in webhook_names and f.time is not None
+                    and start <= f.time <= start + AFTER]
+        failure_logs = [r for r, _ in near("k8s.webhook-call-failed", timedelta(0), AFTER)
+                        if failed_webhook_name(r.raw) in webhook_names]
+        firsts = sorted([*(f.evidence for f in failures), *(log_evidence(r) for r in failure_logs)],
+                        key=lambda e: e.time or start)
+        instance.failures = sorted({f.webhook for f in failures}
+                                   | {failed_webhook_name(r.raw) or "" for r in failure_logs} - {""})
+        steps.extend(firsts[:1])
+        workflow = [f.evidence for f in failures if f.source == "workflow"]
+        if workflow and workflow[0] not in steps:
+            steps.append(workflow[0])
+        steps.sort(key=lambda e: e.time or start)
+        base = len(instance.evidence)
+        instance.evidence.extend(steps)
+        instance.chain = list(range(base, base + len(steps)))
+        instance.trigger = "manifest cache miss" if misses else ""
+
+    def _finding(self, ctx: Context, app: Obj, instances: list[_Instance]) -> Finding:
+        snap = ctx.snap
+        op = mapping(app.status.get("operationState"))
+        result = mapping(op.get("syncResult"))
+        latest = instances[-1]
+        changed = [mapping(r) for r in as_list(result.get("resources"))
+                   if "unchanged" not in str(mapping(r).get("message") or "") and mapping(r).get("status") == "Synced"]
+        op_start = parse_time(op.get("startedAt"))
+        same_op = op_start is not None and abs((op_start - latest.start).total_seconds()) <= 120
+        configs = [r for r in changed if str(r.get("kind")) in CONFIG_KINDS] if same_op else []
+        webhook_names = {
+            str(mapping(w).get("name"))
+            for r in configs
+            if (live := snap.get(str(r.get("kind")), str(r.get("name")), "", str(r.get("group") or ""))) is not None
+            for w in as_list(live.raw.get("webhooks"))
+        }
+        evidence: list[Evidence] = []
+        for instance in instances:
+            offset = len(evidence)
+            if instance is latest:
+                self._correlate(ctx, app, instance, webhook_names)
+            evidence.extend(instance.evidence)
+            instance.chain = [offset + i for i in instance.chain]
+        if same_op:
+            evidence.extend(object_evidence(app, ".status.operationState.syncResult.resources",
+                                            f"{r.get('kind')}/{r.get('namespace') or ''}/{r.get('name')}: "
+                                            f"{r.get('message')}", parse_time(op.get('finishedAt')))
+                            for r in changed)
+        times = [i.start for i in instances]
+        gaps = [(b - a).total_seconds() for a, b in pairwise(times)]
+        expiry = self._cache_expiration(ctx)
+        periodic = bool(gaps) and all(abs(g - expiry) <= max(3600.0, 0.1 * expiry) for g in gaps)
+        trigger = self._trigger(ctx, latest, periodic, expiry)
+        summary = (
+            f"Argo CD synced {app.namespace}/{app.name} automatically {plural(len(instances), 'time')} without a "
+            f"new commit: each time it deployed revision {latest.revision[:12]}, already deployed before "
+            f"({', '.join(format_time(t) or '' for t in times)}). Automated sync runs when the live state differs "
+            "from what the repo-server renders, so the same revision rendered different manifests. " + trigger
+        )
+        if same_op and changed:
+            summary += (f" The last of these syncs changed {plural(len(changed), 'resource')}: "
+                        + ", ".join(f"{r.get('kind')} {r.get('name')}" for r in changed) + ".")
+        if latest.failures:
+            summary += (f" Right after it, calls to the webhook(s) {', '.join(latest.failures)} that the sync "
+                        "reconfigured failed (see webhook-blast-radius): the new caBundle reached the API server "
+                        "before the new certificate reached the serving pods.")
+        summary += self._chart_note(ctx, app)
+        return Finding(
+            rule=self.id,
+            severity=Severity.HIGH if latest.failures else Severity.MEDIUM,
+            title=f"{app.name} auto-synced {plural(len(instances), 'time')} without a new commit"
+            + (f", then webhook {latest.failures[0]} failed" if latest.failures else ""),
+            summary=summary,
+            objects=[app.ref, *(Ref(f"{r.get('group')}/{r.get('version')}".strip("/"), str(r.get("kind")),
+                                    str(r.get("namespace") or ""), str(r.get("name"))) for r in changed)],
+            evidence=evidence,
+            remediation=Remediation(
+                text=(
+                    "Make the render deterministic: give the chart fixed values for what it generates (for "
+                    "certificates, its own values such as webhookTLS.* or cert-manager; see "
+                    "helm-nondeterministic-render for the exact values), or tell Argo CD to ignore the generated "
+                    "fields with ignoreDifferences (the exact paths are in helm-nondeterministic-render) together "
+                    "with the sync option RespectIgnoreDifferences=true. Until then, consumers of a regenerated "
+                    "webhook certificate should retry: e.g. a retryStrategy with backoff on Workflow steps."
+                ),
+                command=f"argocd app history {app.namespace}/{app.name}",
+                docs=DOCS,
+            ),
+            chain=latest.chain,
+        )
+
+    def _cache_expiration(self, ctx: Context) -> float:
+        params = ctx.snap.settings.cmd_params
+        for key in CACHE_KEYS:
+            value = parse_go_duration(params.get(key))
+            if value:
+                return value
+        return DEFAULT_CACHE_EXPIRATION
+
+    def _trigger(self, ctx: Context, latest: _Instance, periodic: bool, expiry: float) -> str:
+        hours = f"{expiry / 3600:g} h"
+        reconcile = ctx.snap.settings.cm.get("timeout.reconciliation") or "180s"
+        if latest.trigger:
+            text = (f"The repo-server logged a manifest cache miss for this source before the last one and re-ran "
+                    f"the render: its manifest cache (expiration {hours}) had expired, and the next reconciliation "
+                    f"(every {reconcile}) rendered the chart anew.")
+        else:
+            text = ("No repo-server cache miss for this source is in the logs of the input; a hard refresh, a "
+                    "repo-server restart or an expired manifest cache makes the repo-server render again.")
+        if periodic:
+            text += f" The syncs recur every ~{hours}, the manifest cache's expiration."
+        restarts = [c for c in ctx.snap.components if c.name in ("application-controller", "repo-server")]
+        for component in restarts:
+            for pod in component.pods:
+                for status in as_list(pod.status.get("containerStatuses")):
+                    running = mapping(mapping(mapping(status).get("state")).get("running"))
+                    started = parse_time(running.get("startedAt"))
+                    if started is not None and timedelta(0) <= latest.start - started <= BEFORE:
+                        text += (f" The {component.name} pod {pod.name} (re)started at {format_time(started)}, "
+                                 "just before.")
+        return text
+
+    def _chart_note(self, ctx: Context, app: Obj) -> str:
+        uses = ctx.chart_uses(app)
+        if not uses:
+            return ""
+        functions = sorted({u.function for u in uses})
+        return (f" The chart of this Application in the input calls {', '.join(functions)} (see "
+                "helm-nondeterministic-render).")

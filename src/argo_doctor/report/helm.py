@@ -1,0 +1,55 @@
+"""Output of `argo-doctor helm-check`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from argo_doctor.helm import ChartReport
+
+
+def report_json(report: ChartReport) -> dict[str, Any]:
+    """The chart report as JSON."""
+    return {
+        "chart": {"name": report.name, "version": report.version, "path": str(report.path)},
+        "uses": [
+            {
+                "function": u.function,
+                "kind": u.kind,
+                "call": u.call,
+                "via": list(u.via),
+                "output": u.output,
+                "resource": {"kind": u.resource_kind, "name": u.resource_name},
+                "field": list(u.field),
+                "switches": [{"settings": dict(s.settings), "text": s.text} for s in u.switches],
+            }
+            for u in report.uses
+        ],
+        "renderDiff": report.render_diff,
+        "helmAvailable": report.helm_available,
+        "errors": [{"location": loc, "message": msg} for loc, msg in report.problems],
+    }
+
+
+def report_text(report: ChartReport) -> str:
+    """The chart report as text: one block per call, then the render comparison and problems."""
+    head = f"chart {report.name} {report.version or ''} ({report.path})".rstrip()
+    if not report.uses:
+        lines = [head, "no template function that changes on every render"]
+    else:
+        lines = [head, f"{len(report.uses)} call(s) whose output changes on every render:"]
+        for use in report.uses:
+            field = ".".join(use.field).replace(".[]", "[]")
+            lines.append(f"  {use.function} ({use.kind}) at {use.call}")
+            lines.append(f"    lands in {use.resource_kind or '?'} {use.resource_name or '?'} {field} ({use.output})")
+            if use.via:
+                lines.append(f"    via {' → '.join(use.via)}")
+            for switch in use.switches:
+                lines.append(f"    avoided by: {switch.text}")
+    if report.render_diff is not None:
+        lines.append("two renders with helm: " + ("identical" if not report.render_diff else "DIFFERENT"))
+        if report.render_diff:
+            lines.append(report.render_diff)
+    elif not report.helm_available:
+        lines.append("no helm binary on PATH: the static result stands alone")
+    lines.extend(f"error: {loc}: {msg}" for loc, msg in report.problems)
+    return "\n".join(lines)

@@ -1,0 +1,3 @@
+{{- define "metrics.instanceId" -}}
+metrics-{{ randAlpha 8 | lower }}
+{{- end -}}

@@ -1,0 +1,287 @@
+"""Helm chart scan: non-deterministic template calls, where they land, and the values that avoid them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from argo_doctor.helm import ChartReport, NondeterministicUse, find_charts, nondeterministic_functions, scan_chart
+
+CHARTS = Path(__file__).resolve().parent / "charts"
+CA_BUNDLE = ("webhooks", "[]", "clientConfig", "caBundle")
+
+
+def _uses(report: ChartReport, function: str) -> list[NondeterministicUse]:
+    return [u for u in report.uses if u.function == function]
+
+
+def _settings(use: NondeterministicUse) -> set[tuple[tuple[str, str], ...]]:
+    return {s.settings for s in use.switches}
+
+
+# -- 1. webhook certificates generated in a define, reached through fromYaml(include ...) --------------
+
+
+@pytest.fixture(scope="module")
+def webhook() -> ChartReport:
+    return scan_chart(CHARTS / "webhook-certs")
+
+
+def test_webhook_chart_metadata(webhook: ChartReport) -> None:
+    assert (webhook.name, webhook.version) == ("gateway-admission", "0.7.2")
+    assert webhook.problems == []
+
+
+def test_ca_lands_in_both_webhook_configurations(webhook: ChartReport) -> None:
+    bundles = [u for u in _uses(webhook, "genCA") if u.field == CA_BUNDLE]
+    assert {(u.resource_kind, u.resource_name) for u in bundles} == {
+        ("MutatingWebhookConfiguration", "gateway-admission-mutator"),
+        ("ValidatingWebhookConfiguration", "gateway-admission-validator"),
+    }
+    for use in bundles:
+        assert use.kind == "random"
+        assert use.call == "templates/_helpers.tpl:42"
+        assert use.via == ("templates/webhook.yaml:2", "define gateway-admission.webhookTLS")
+    assert {u.output for u in bundles} == {"templates/webhook.yaml:13", "templates/webhook.yaml:36"}
+
+
+def test_caBundle_carries_the_ca_only(webhook: ChartReport) -> None:
+    # $tls.caCert holds genCA's output; the signed leaf goes to tlsCert / tlsKey only.
+    assert not [u for u in _uses(webhook, "genSignedCert") if u.field == CA_BUNDLE]
+
+
+def test_generated_material_lands_in_the_tls_secret(webhook: ChartReport) -> None:
+    secret = [u for u in webhook.uses if u.resource_kind == "Secret"]
+    assert {u.resource_name for u in secret} == {"gateway-admission-webhook-tls"}
+    assert {(u.function, u.field) for u in secret} == {
+        ("genCA", ("data", "ca.crt")),
+        ("genCA", ("data", "tls.crt")),
+        ("genCA", ("data", "tls.key")),
+        ("genSignedCert", ("data", "tls.crt")),
+        ("genSignedCert", ("data", "tls.key")),
+    }
+    assert all(u.field[0] == "data" for u in secret)
+
+
+def test_webhook_switches(webhook: ChartReport) -> None:
+    expected = {
+        (("enableCertManager", "true"),),
+        (("webhookTLS.caCert", "<set>"), ("webhookTLS.cert", "<set>"), ("webhookTLS.key", "<set>")),
+    }
+    for use in webhook.uses:
+        assert _settings(use) == expected, use
+    texts = {s.text for s in webhook.uses[0].switches}
+    assert "set enableCertManager: true (now false)" in texts
+    assert "set webhookTLS.caCert, webhookTLS.cert and webhookTLS.key (now unset)" in texts
+
+
+def test_values_files_change_the_reported_defaults(tmp_path: Path) -> None:
+    override = tmp_path / "prod.yaml"
+    override.write_text("enableCertManager: true\nwebhookTLS:\n  caCert: PEM\n")
+    report = scan_chart(CHARTS / "webhook-certs", values_files=[override])
+    texts = {s.text for s in report.uses[0].switches}
+    assert "set enableCertManager: true (already true)" in texts
+    assert any('webhookTLS.caCert (already "PEM")' in t and "webhookTLS.cert" in t for t in texts)
+
+
+def test_cert_manager_and_deployment_templates_are_clean(webhook: ChartReport) -> None:
+    assert {u.output.split(":")[0] for u in webhook.uses} == {"templates/webhook.yaml"}
+
+
+# -- 2. calls written straight into the manifest --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def direct() -> ChartReport:
+    return scan_chart(CHARTS / "direct")
+
+
+def test_random_password_in_secret_data(direct: ChartReport) -> None:
+    (use,) = [u for u in _uses(direct, "randAlphaNum") if u.field == ("data", "password")]
+    assert use.call == use.output == "templates/secret.yaml:9"
+    assert use.via == ()
+    assert (use.resource_kind, use.resource_name) == ("Secret", "{{ .Release.Name }}-db")
+    assert use.switches == ()
+
+
+def test_time_in_an_annotation(direct: ChartReport) -> None:
+    (use,) = _uses(direct, "now")
+    assert use.kind == "time"
+    assert use.field == ("metadata", "annotations", "example.org/generated-on")
+
+
+def test_default_with_a_random_fallback_is_avoided_by_setting_the_value(direct: ChartReport) -> None:
+    (use,) = [u for u in _uses(direct, "randAlphaNum") if u.field == ("data", "admin-password")]
+    (switch,) = use.switches
+    assert switch.settings == (("adminPassword", "<set>"),)
+    assert switch.text == 'set adminPassword (now "")'
+
+
+def test_random_pod_annotation_is_avoided_by_turning_the_flag_off(direct: ChartReport) -> None:
+    (use,) = _uses(direct, "uuidv4")
+    assert use.field == ("spec", "template", "metadata", "annotations", "example.org/roll")
+    assert use.resource_kind == "Deployment"
+    assert [s.settings for s in use.switches] == [(("rollOnEveryRender", "false"),)]
+
+
+# -- 3. "keep the existing secret" through lookup -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lookup_secret() -> ChartReport:
+    return scan_chart(CHARTS / "lookup-secret")
+
+
+def test_lookup_and_its_random_fallback_in_a_define(lookup_secret: ChartReport) -> None:
+    found = {
+        (u.function, u.kind, u.call)
+        for u in lookup_secret.uses
+        if u.output == "templates/secret.yaml:7" and u.field == ("data", "password")
+    }
+    assert found == {
+        ("lookup", "lookup", "templates/_helpers.tpl:5"),
+        ("randAlphaNum", "random", "templates/_helpers.tpl:9"),
+    }
+
+
+def test_lookup_and_random_fallback_through_variables(lookup_secret: ChartReport) -> None:
+    uses = [u for u in lookup_secret.uses if u.output == "templates/cache-secret.yaml:16"]
+    assert {u.function for u in uses} == {"lookup", "randAlphaNum"}
+    assert all(u.field == ("data", "cache-password") for u in uses)
+    assert all(u.resource_name == "session-cache-auth" for u in uses)
+    (rand,) = [u for u in uses if u.function == "randAlphaNum"]
+    assert rand.call == "templates/cache-secret.yaml:8"
+    assert [s.settings for s in rand.switches] == [(("cache.password", "<set>"),)]
+
+
+# -- 4. an ordinary chart -----------------------------------------------------------------------------
+
+
+def test_deterministic_chart_has_no_uses() -> None:
+    report = scan_chart(CHARTS / "deterministic")
+    assert report.uses == []
+    assert report.problems == []  # NOTES.txt calls `now`, but it is not a manifest
+
+
+# -- 5. a malformed template --------------------------------------------------------------------------
+
+
+def test_malformed_template_is_a_problem_and_the_rest_is_analysed() -> None:
+    report = scan_chart(CHARTS / "malformed")
+    assert ("templates/configmap.yaml:6", "unclosed action (no matching '}}')") in report.problems
+    assert ("templates/job.yaml:1", "if has no matching end") in report.problems
+    (use,) = report.uses
+    assert (use.function, use.output, use.field) == ("randAlphaNum", "templates/secret.yaml:6", ("stringData", "token"))
+
+
+def test_bad_files_never_raise(tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "Chart.yaml").write_text("name: [unclosed\n")
+    (tmp_path / "values.yaml").write_text("- a list, not a map\n")
+    (tmp_path / "templates" / "blob.yaml").write_bytes(b"\xff\xfe\x00binary")
+    (tmp_path / "templates" / "odd.yaml").write_text(
+        'a: {{ include }}\nb: {{ ( }}\n{{ end }}\n{{ else }}\nc: {{ include "missing" . }}\n'
+        'd: {{ "}}" | randAscii }}\n{{- /* a comment with }} inside */ -}}\n{{/* unclosed comment\n'
+    )
+    report = scan_chart(tmp_path, values_files=[tmp_path / "no-such-file.yaml"])
+    assert report.name == tmp_path.name
+    locations = {loc for loc, _ in report.problems}
+    assert {"Chart.yaml", "values.yaml", "templates/blob.yaml"} <= {loc.split(":")[0] for loc in locations}
+    assert str(tmp_path / "no-such-file.yaml") in locations
+    for where in (
+        "templates/odd.yaml:1",
+        "templates/odd.yaml:2",
+        "templates/odd.yaml:3",
+        "templates/odd.yaml:4",
+        "templates/odd.yaml:5",
+        "templates/odd.yaml:8",
+    ):
+        assert where in locations, where
+    assert [(u.function, u.field) for u in report.uses] == [("randAscii", ("d",))]
+
+
+def test_missing_chart_directory(tmp_path: Path) -> None:
+    report = scan_chart(tmp_path / "nowhere")
+    assert report.uses == [] and ("Chart.yaml", "missing") in report.problems
+
+
+# -- sub-charts ------------------------------------------------------------------------------------------
+
+
+def test_find_charts_lists_sub_charts() -> None:
+    charts = find_charts(CHARTS)
+    assert charts == sorted(charts)
+    assert CHARTS / "umbrella" in charts and CHARTS / "umbrella" / "charts" / "metrics" in charts
+    assert find_charts(CHARTS / "does-not-exist") == []
+
+
+def test_sub_chart_outputs_belong_to_the_sub_chart_but_its_defines_are_shared() -> None:
+    parent = scan_chart(CHARTS / "umbrella")
+    (use,) = parent.uses
+    assert use.function == "randAlpha"
+    assert use.call == "charts/metrics/templates/_helpers.tpl:2"
+    assert use.via == ("templates/configmap.yaml:6", "define metrics.instanceId")
+    assert use.field == ("data", "metrics-instance")
+    child = scan_chart(CHARTS / "umbrella" / "charts" / "metrics")
+    assert [(u.function, u.output) for u in child.uses] == [("uuidv4", "templates/token.yaml:6")]
+
+
+# -- 6. render twice ---------------------------------------------------------------------------------------
+
+
+def test_render_twice_without_helm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    report = scan_chart(CHARTS / "direct", render_twice=True)
+    assert report.helm_available is False
+    assert report.render_diff is None
+    assert report.uses
+
+
+def _fake_helm(directory: Path, body: str) -> None:
+    helm = directory / "helm"
+    helm.write_text("#!/bin/sh\n" + body)
+    helm.chmod(helm.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.mark.skipif(os.name != "posix" or shutil.which("sh") is None, reason="needs a POSIX shell")
+def test_render_twice_diffs_two_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    counter = tmp_path / "n"
+    _fake_helm(tmp_path, f'echo x >> "{counter}"\necho "password: $(wc -l < "{counter}")"\n')
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    report = scan_chart(CHARTS / "direct", render_twice=True)
+    assert report.helm_available is True
+    assert report.render_diff is not None
+    assert "-password: 1" in report.render_diff and "+password: 2" in report.render_diff
+
+
+@pytest.mark.skipif(os.name != "posix" or shutil.which("sh") is None, reason="needs a POSIX shell")
+def test_render_twice_records_a_failing_helm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_helm(tmp_path, 'echo "Error: chart requires dependencies" >&2\nexit 1\n')
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    report = scan_chart(CHARTS / "direct", render_twice=True)
+    assert report.render_diff is None
+    assert any(loc == "helm template" and "exit 1" in msg for loc, msg in report.problems)
+
+
+def test_real_helm_if_present() -> None:
+    if shutil.which("helm") is None:
+        pytest.skip("helm is not installed")
+    report = scan_chart(CHARTS / "direct", render_twice=True)
+    assert report.helm_available is True
+
+
+# -- the data file -------------------------------------------------------------------------------------------
+
+
+def test_function_table_has_sources_and_examples() -> None:
+    table = nondeterministic_functions()
+    for name in ("genCA", "genSignedCert", "randAlphaNum", "uuidv4", "now", "lookup", "date"):
+        assert name in table
+    for info in table.values():
+        assert info.source.startswith("https://") and info.example
+        assert info.name in info.example or (info.requires and info.requires in info.example)
+    assert table["lookup"].kind == "lookup" and table["now"].kind == "time"
