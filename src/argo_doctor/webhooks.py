@@ -164,6 +164,7 @@ class CallFailure:
     evidence: Evidence
     source: str
     """`event` or `workflow`."""
+    count: int = 1
 
 
 def call_failures(snap: Snapshot) -> list[CallFailure]:
@@ -175,7 +176,7 @@ def call_failures(snap: Snapshot) -> list[CallFailure]:
             about = f" {event.involved}" if event.involved else ""
             found.append(CallFailure(match.group("webhook"), event.time, Evidence(
                 "event", event.obj.location, f"{event.type} {event.reason}{about}: {event.message}", event.time),
-                "event"))
+                "event", event.count))
     for workflow in snap.of_kind("Workflow", "argoproj.io"):
         for node_id, node in mapping(workflow.status.get("nodes")).items():
             node = mapping(node)

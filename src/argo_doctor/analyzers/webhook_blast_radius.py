@@ -63,14 +63,16 @@ class WebhookBlastRadius(Analyzer):
             if not (broad_pods or seen or logged or unreachable):
                 continue
             yield self._finding(hook, broad_pods, unreachable, service is not None, endpoints,
-                                [f.evidence for f in seen], logged, len(seen) + self._counts.get(hook.name, 0))
+                                [f.evidence for f in seen], logged,
+                                sum(f.count for f in seen) + self._counts.get(hook.name, 0))
 
     def _finding(
         self, hook: Webhook, broad_pods: bool, unreachable: bool, has_service: bool,
         endpoints: tuple[int, int] | None, events: list[Evidence], logs: list[LogRecord], observed: int,
     ) -> Finding:
         config = hook.config
-        scope = "creates pods" if hook.matches_pods() else "makes the requests its rules match"
+        scope = ("can block pod creation cluster-wide" if broad_pods else
+                 "can block pod creation" if hook.matches_pods() else "can block the requests it matches")
         lines = [
             f"Webhook {hook.name} of {config.kind} {config.name} has failurePolicy Fail, timeoutSeconds "
             f"{hook.timeout}, and intercepts {hook.selector_scope()}"
@@ -102,7 +104,7 @@ class WebhookBlastRadius(Analyzer):
         return Finding(
             rule=self.id,
             severity=severity,
-            title=f"Webhook {hook.name} (failurePolicy Fail) {scope} cluster-wide"
+            title=f"Webhook {hook.name} (failurePolicy Fail) {scope}"
             + (f"; {plural(observed, 'call')} failed" if observed else "")
             + ("; no ready endpoint" if unreachable else ""),
             summary=" ".join(lines),
