@@ -107,3 +107,23 @@ def test_narrow_or_ignore_webhooks_are_fine_unless_unreachable() -> None:
     assert scan([config("MutatingWebhookConfiguration", "injector", ignore), *serving(False, ready=False)]) == []
     down = scan([config("ValidatingWebhookConfiguration", "policy-webhook", narrow), *serving(False, ready=False)])
     assert [f.rule for f in down] == ["webhook-blast-radius"] and "no ready endpoint" in down[0].title
+
+
+def test_the_ca_mismatch_bundle() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from argo_doctor.cli import main
+    from tests.conftest import BUNDLES
+    from tests.report.contract import validate
+
+    result = CliRunner().invoke(main, ["scan", str(BUNDLES / "webhook-ca-mismatch"), "-o", "json",
+                                       "--fail-on", "never"])
+    doc = json.loads(result.stdout)
+    validate(doc)
+    assert doc["errors"] == []
+    (mismatch,) = [f for f in doc["findings"] if f["rule"] == "webhook-ca-mismatch"]
+    assert mismatch["severity"] == "critical" and "subPath" in mismatch["summary"]
+    blast = [f for f in doc["findings"] if f["rule"] == "webhook-blast-radius"]
+    assert [f["title"].split()[1] for f in blast] == ["validate.policy.example.com"]  # the Ignore webhook is not

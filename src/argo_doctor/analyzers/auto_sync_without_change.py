@@ -19,7 +19,7 @@ from itertools import pairwise
 from typing import Any
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
+from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
@@ -28,6 +28,8 @@ from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
 from argo_doctor.webhooks import CONFIG_KINDS, call_failures, failed_webhook_name
 
 MAX_LINES = 20_000
+BURST_GAP = 600.0
+"""Seconds between two controller writes that make them two syncs."""
 BEFORE = timedelta(minutes=10)
 AFTER = timedelta(minutes=5)
 DEFAULT_CACHE_EXPIRATION = 24 * 3600.0
@@ -47,6 +49,7 @@ class _Instance:
     revision: str
     source: str
     evidence: list[Evidence] = field(default_factory=list)
+    """What shows this sync; the correlated lines and failures follow."""
     chain: list[int] = field(default_factory=list)
     trigger: str = ""
     failures: list[str] = field(default_factory=list)
@@ -83,29 +86,83 @@ class AutoSyncWithoutChange(Analyzer):
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per Application with automated syncs of an unchanged revision."""
         for app in ctx.snap.applications():
-            instances = self._instances(app)
+            instances = self._instances(ctx, app)
             if instances:
                 yield self._finding(ctx, app, instances)
 
-    def _instances(self, app: Obj) -> list[_Instance]:
+    def _instances(self, ctx: Context, app: Obj) -> list[_Instance]:
+        """Automated syncs of the revision already deployed. A self-heal sync of an unchanged
+        revision is partial (only the OutOfSync resources), and Argo CD records history only for
+        full syncs (controller/sync.go), so besides history pairs this reads the operation state,
+        the controller's `Initiated automated sync` lines, the Application's events, and the
+        controller's writes to the app's resources in the audit log, after the last full deploy."""
         history = [mapping(h) for h in as_list(app.status.get("history"))]
         history.sort(key=lambda h: (as_int(h.get("id")), str(h.get("deployedAt") or "")))
-        found = []
+        found: list[_Instance] = []
         for index, (prev, cur) in enumerate(pairwise(history), start=1):
             revision = _revision(cur)
             automated = mapping(cur.get("initiatedBy")).get("automated") is True
             start = parse_time(cur.get("deployStartedAt")) or parse_time(cur.get("deployedAt"))
             if revision and revision == _revision(prev) and automated and start is not None:
-                instance = _Instance(start, revision, f".status.history[{index}]")
-                instance.evidence.append(object_evidence(
-                    app, instance.source,
-                    f"automated sync {format_time(start)} deployed {revision[:12]}, the revision already deployed "
-                    f"{format_time(parse_time(prev.get('deployedAt')))} "
-                    f"(history id {prev.get('id')} → {cur.get('id')})",
-                    start,
-                ))
-                found.append(instance)
+                found.append(_Instance(start, revision, f".status.history[{index}]", [object_evidence(
+                    app, f".status.history[{index}]",
+                    f"automated sync {format_time(start)} deployed {revision[:12]} again "
+                    f"(history id {prev.get('id')} → {cur.get('id')})", start)]))
+        if not history:
+            return found
+        deployed, since = _revision(history[-1]), parse_time(history[-1].get("deployedAt"))
+        if not deployed or since is None:
+            return found
+        candidates: list[tuple[datetime, Evidence]] = []
+        op = mapping(app.status.get("operationState"))
+        operation = mapping(op.get("operation"))
+        started = parse_time(op.get("startedAt"))
+        if (mapping(operation.get("initiatedBy")).get("automated") is True and started is not None and started > since
+                and str(mapping(operation.get("sync")).get("revision") or "") == deployed):
+            partial = as_list(mapping(operation.get("sync")).get("resources"))
+            candidates.append((started, object_evidence(
+                app, ".status.operationState",
+                f"automated sync of {deployed[:12]} started {format_time(started)}, phase {op.get('phase')}"
+                + (f", partial: {plural(len(partial), 'resource')} out of sync" if partial else ""), started)))
+        for record, match in self._app_lines(app, "argocd.automated-sync"):
+            if match is not None and match.group("revision") == deployed and record.time and record.time > since:
+                candidates.append((record.time, log_evidence(record)))
+        for event in ctx.snap.events:
+            if (event.involved is not None and event.involved.kind == "Application" and event.involved.name == app.name
+                    and f"automated sync to '{deployed}'" in event.message and event.time and event.time > since):
+                candidates.append((event.time, event_evidence(event)))
+        candidates.extend(self._audit_bursts(ctx, app, since))
+        for when, item in sorted(candidates, key=lambda c: c[0]):
+            same = next((i for i in found if abs((i.start - when).total_seconds()) <= 120), None)
+            if same is None:
+                found.append(_Instance(when, deployed, item.location, [item]))
+            else:
+                same.start = min(same.start, when)
+                same.evidence.append(item)
+        found.sort(key=lambda i: i.start)
         return found
+
+    def _audit_bursts(self, ctx: Context, app: Obj, since: datetime) -> list[tuple[datetime, Evidence]]:
+        """The first write of each burst of writes by the application controller to the app's resources."""
+        targets = {(str(e.get("kind") or "").lower() + "s", str(e.get("namespace") or ""), str(e.get("name") or ""))
+                   for e, _ in ctx.snap.app_resources(app)}
+        if not targets or not ctx.snap.audit_files:
+            return []
+        bursts: list[tuple[datetime, Evidence]] = []
+        last: datetime | None = None
+        for record in ctx.snap.audit():
+            if (record.verb not in ("patch", "update") or "argocd-application-controller" not in record.username
+                    or record.received is None or record.received <= since
+                    or record.stage not in ("", "ResponseComplete")
+                    or (record.resource, record.namespace, record.name) not in targets):
+                continue
+            if last is None or (record.received - last).total_seconds() > BURST_GAP:
+                bursts.append((record.received, Evidence(
+                    "audit", record.location,
+                    f"{record.verb} {record.resource}/{record.name} by {record.username} ({record.user_agent}), "
+                    f"code {record.code}", record.received)))
+            last = record.received
+        return bursts
 
     def _app_lines(self, app: Obj, sig: str) -> list[tuple[LogRecord, re.Match[str] | None]]:
         names = {app.name, f"{app.namespace}/{app.name}"}
@@ -181,12 +238,18 @@ class AutoSyncWithoutChange(Analyzer):
             for w in as_list(live.raw.get("webhooks"))
         }
         evidence: list[Evidence] = []
+        where: dict[tuple[str, str], int] = {}
         for instance in instances:
-            offset = len(evidence)
             if instance is latest:
                 self._correlate(ctx, app, instance, webhook_names)
-            evidence.extend(instance.evidence)
-            instance.chain = [offset + i for i in instance.chain]
+            moved = []
+            for item in instance.evidence:  # the same line can show several syncs' facts: keep it once
+                key = (item.location, item.excerpt)
+                if key not in where:
+                    where[key] = len(evidence)
+                    evidence.append(item)
+                moved.append(where[key])
+            instance.chain = list(dict.fromkeys(moved[i] for i in instance.chain))
         if same_op:
             evidence.extend(object_evidence(app, ".status.operationState.syncResult.resources",
                                             f"{r.get('kind')}/{r.get('namespace') or ''}/{r.get('name')}: "

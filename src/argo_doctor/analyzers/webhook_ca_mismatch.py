@@ -82,24 +82,11 @@ class WebhookCaMismatch(Analyzer):
                                 mismatched.append((pod, secret))
                     if via_subpath and secret is not None:
                         subpath.append((pod, secret))
-            regenerates = self._regenerated(ctx, hook)
-            if not (mismatched or subpath or regenerates):
+            regenerates = regenerating_chart(ctx, hook)
+            if not (mismatched or subpath):
                 continue
             seen = [f.evidence for f in failures if f.webhook == hook.name][:3]
             yield self._finding(hook, expected, mismatched, subpath, regenerates, seen, bool(compared))
-
-    def _regenerated(self, ctx: Context, hook: Webhook) -> str | None:
-        """The chart template that regenerates this webhook's caBundle, if the managing app's chart does."""
-        config = hook.config
-        for app in ctx.snap.applications():
-            tracked = {(o.kind, o.name) for o in ctx.snap.tracked_by(app)}
-            listed = {(str(e.get("kind")), str(e.get("name"))) for e, _ in ctx.snap.app_resources(app)}
-            if (config.kind, config.name) not in tracked | listed:
-                continue
-            for use in ctx.chart_uses(app):
-                if use.resource_kind == config.kind and "caBundle" in use.field:
-                    return f"{use.function} at {use.call}, through {use.output} (Application {app.name})"
-        return None
 
     def _finding(
         self, hook: Webhook, expected: str | None, mismatched: list[tuple[Obj, Obj]], subpath: list[tuple[Obj, Obj]],
@@ -143,8 +130,7 @@ class WebhookCaMismatch(Analyzer):
             severity=severity,
             title=f"Webhook {hook.name}: "
             + ("caBundle does not match the serving CA" if mismatched else
-               "serving certificate is never refreshed (subPath)" if subpath else
-               "caBundle regenerated on every render"),
+               "serving certificate is never refreshed (subPath)"),
             summary=" ".join(lines),
             objects=[config.ref, *(s.ref for _, s in mismatched[:1]), *(p.ref for p, _ in subpath[:1])],
             evidence=evidence,
@@ -158,6 +144,20 @@ class WebhookCaMismatch(Analyzer):
                 docs=DOCS,
             ),
         )
+
+
+def regenerating_chart(ctx: Context, hook: Webhook) -> str | None:
+    """The chart call that regenerates this webhook's caBundle, when the managing app's chart has one."""
+    config = hook.config
+    for app in ctx.snap.applications():
+        listed = {(str(e.get("kind")), str(e.get("name"))) for e, _ in ctx.snap.app_resources(app)}
+        if (config.kind, config.name) not in listed and not any(
+                (o.kind, o.name) == (config.kind, config.name) for o in ctx.snap.tracked_by(app)):
+            continue
+        for use in ctx.chart_uses(app):
+            if use.resource_kind == config.kind and "caBundle" in use.field:
+                return f"{use.function} at {use.call}, through {use.output} (Application {app.name})"
+    return None
 
 
 def fingerprint_of(redacted: str) -> str:

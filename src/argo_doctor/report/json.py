@@ -50,7 +50,9 @@ def chain_json(finding: Finding) -> list[dict[str, Any]]:
     previous = None
     for index in finding.chain:
         when = finding.evidence[index].time
-        gap: float | None = (when - previous).total_seconds() if when is not None and previous is not None else None
+        gap: float | None = None
+        if when is not None and previous is not None:
+            gap = round((when - previous).total_seconds(), 3)  # times are printed to the millisecond
         steps.append({"evidence": index, "gapSeconds": gap})
         previous = when or previous
     return steps
