@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
+from click.testing import CliRunner
+
+from argo_doctor.cli import main
 from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.model import Finding
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.objects import RawObject
+from tests.conftest import BUNDLES
+from tests.report.contract import validate
 
 OLD_CA = "-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIQOld\n-----END CERTIFICATE-----\n"
 NEW_CA = "-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIQNew\n-----END CERTIFICATE-----\n"
@@ -110,14 +116,6 @@ def test_narrow_or_ignore_webhooks_are_fine_unless_unreachable() -> None:
 
 
 def test_the_ca_mismatch_bundle() -> None:
-    import json
-
-    from click.testing import CliRunner
-
-    from argo_doctor.cli import main
-    from tests.conftest import BUNDLES
-    from tests.report.contract import validate
-
     result = CliRunner().invoke(main, ["scan", str(BUNDLES / "webhook-ca-mismatch"), "-o", "json",
                                        "--fail-on", "never"])
     doc = json.loads(result.stdout)
