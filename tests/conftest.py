@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,3 +17,17 @@ EXAMPLES = ROOT / "examples"
 def bundles() -> Path:
     """The folder of test bundles."""
     return BUNDLES
+
+
+def scan_json(path: Path, *args: str) -> dict[str, Any]:
+    """`argo-doctor scan PATH -o json --fail-on never`, checked against the JSON contract."""
+    from click.testing import CliRunner
+
+    from argo_doctor.cli import main
+    from tests.report.contract import validate
+
+    result = CliRunner().invoke(main, ["scan", str(path), "-o", "json", "--fail-on", "never", *args])
+    assert result.exit_code == 0, result.output
+    doc: dict[str, Any] = json.loads(result.stdout)
+    validate(doc)
+    return doc

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,19 +14,13 @@ from argo_doctor.clock import estimate_clocks
 from argo_doctor.jwt_window import EXPIRED_TEXT, IAT_TEXT
 from argo_doctor.sources import bundle
 from tests.conftest import BUNDLES, EXAMPLES
-from tests.report.contract import validate
+from tests.conftest import scan_json as scan
 
 FLAPPING = EXAMPLES / "incidents" / "repo-flapping"
 SKEWED = "ip-10-20-3-13.eu-west-1.compute.internal"
 FAILING_POD = "argocd-repo-server-8mm5zgt64s-mgxqj"
 
 
-def scan(path: Path, *args: str) -> dict[str, Any]:
-    result = CliRunner().invoke(main, ["scan", str(path), "-o", "json", "--fail-on", "never", *args])
-    assert result.exit_code == 0, result.output
-    doc: dict[str, Any] = json.loads(result.stdout)
-    validate(doc)
-    return doc
 
 
 def by_rule(doc: dict[str, Any], rule: str) -> list[dict[str, Any]]:

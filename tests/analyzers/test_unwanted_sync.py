@@ -12,18 +12,12 @@ from click.testing import CliRunner
 
 from argo_doctor.cli import main
 from tests.conftest import EXAMPLES
-from tests.report.contract import validate
+from tests.conftest import scan_json as scan
 
 UNWANTED = EXAMPLES / "incidents" / "unwanted-sync"
 REVISION = "9d2c4e1f7a3b6c8d0e2f4a6b8c0d2e4f6a8b0c2d"
 
 
-def scan(path: Path, *args: str) -> dict[str, Any]:
-    result = CliRunner().invoke(main, ["scan", str(path), "-o", "json", "--fail-on", "never", *args])
-    assert result.exit_code == 0, result.output
-    doc: dict[str, Any] = json.loads(result.stdout)
-    validate(doc)
-    return doc
 
 
 def one(doc: dict[str, Any], rule: str) -> dict[str, Any]:
