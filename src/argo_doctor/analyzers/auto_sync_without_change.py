@@ -11,10 +11,10 @@ sync, and what broke right after (calls to webhooks the sync reconfigured), as a
 from __future__ import annotations
 
 import re
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
@@ -22,6 +22,7 @@ from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
+from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_int, as_list, mapping
 from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
@@ -55,6 +56,23 @@ class _Instance:
     failures: list[str] = field(default_factory=list)
 
 
+_CACHE_KEY = re.compile(r"RepoURL:(?P<repo>[^,]*),Path:(?P<path>[^,]*),")
+
+
+def _line_keys(sig: str, record: LogRecord, match: re.Match[str] | None) -> list[str]:
+    """The keys a kept line is found by: repo|path, release, or application name."""
+    if sig == "argocd.manifest-cache-miss":
+        found = _CACHE_KEY.search(record.message)
+        return [f"{found.group('repo')}|{found.group('path').strip('/')}"] if found else []
+    if sig == "argocd.helm-template":
+        return [match.group("release")] if match is not None else []
+    if sig == "argocd.operation-phase":
+        return [match.group("app")] if match is not None else []
+    if sig == "argocd.automated-sync":
+        return [str(record.fields.get("application") or "")]
+    return [""]
+
+
 def _revision(entry: dict[str, Any]) -> str:
     revisions = as_list(entry.get("revisions"))
     return ",".join(str(r) for r in revisions) if revisions else str(entry.get("revision") or "")
@@ -77,6 +95,8 @@ class AutoSyncWithoutChange(Analyzer):
         self._lines: dict[str, deque[tuple[LogRecord, re.Match[str] | None]]] = {
             sig: deque(maxlen=MAX_LINES) for sig in self.signatures
         }
+        self._writes: dict[tuple[str, str, str], list[AuditEvent]] | None = None
+        self._index: dict[tuple[str, str], list[tuple[LogRecord, re.Match[str] | None]]] | None = None
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
         """Keep the lines (bounded) for correlation with each Application's syncs."""
@@ -142,20 +162,27 @@ class AutoSyncWithoutChange(Analyzer):
         found.sort(key=lambda i: i.start)
         return found
 
+    def _controller_writes(self, ctx: Context) -> dict[tuple[str, str, str], list[AuditEvent]]:
+        """The application controller's completed writes in the audit log, by object (read once per scan)."""
+        if self._writes is None:
+            self._writes = defaultdict(list)
+            for record in ctx.snap.audit():
+                if (record.verb in ("patch", "update") and "argocd-application-controller" in record.username
+                        and record.stage in ("", "ResponseComplete") and record.received is not None):
+                    self._writes[(record.resource, record.namespace, record.name)].append(record)
+        return self._writes
+
     def _audit_bursts(self, ctx: Context, app: Obj, since: datetime) -> list[tuple[datetime, Evidence]]:
         """The first write of each burst of writes by the application controller to the app's resources."""
         targets = {(str(e.get("kind") or "").lower() + "s", str(e.get("namespace") or ""), str(e.get("name") or ""))
                    for e, _ in ctx.snap.app_resources(app)}
-        if not targets or not ctx.snap.audit_files:
-            return []
+        writes = self._controller_writes(ctx)
+        records = sorted((r for t in targets for r in writes.get(t, ()) if r.received and r.received > since),
+                         key=lambda r: r.received or since)
         bursts: list[tuple[datetime, Evidence]] = []
         last: datetime | None = None
-        for record in ctx.snap.audit():
-            if (record.verb not in ("patch", "update") or "argocd-application-controller" not in record.username
-                    or record.received is None or record.received <= since
-                    or record.stage not in ("", "ResponseComplete")
-                    or (record.resource, record.namespace, record.name) not in targets):
-                continue
+        for record in records:
+            assert record.received is not None
             if last is None or (record.received - last).total_seconds() > BURST_GAP:
                 bursts.append((record.received, Evidence(
                     "audit", record.location,
@@ -164,27 +191,30 @@ class AutoSyncWithoutChange(Analyzer):
             last = record.received
         return bursts
 
+    def _line_index(self) -> dict[tuple[str, str], list[tuple[LogRecord, re.Match[str] | None]]]:
+        """The kept lines by (signature, the key that ties them to an app), built once."""
+        if self._index is None:
+            self._index = defaultdict(list)
+            for sig, lines in self._lines.items():
+                for record, match in lines:
+                    for key in _line_keys(sig, record, match):
+                        self._index[(sig, key)].append((record, match))
+        return self._index
+
     def _app_lines(self, app: Obj, sig: str) -> list[tuple[LogRecord, re.Match[str] | None]]:
-        names = {app.name, f"{app.namespace}/{app.name}"}
         source = mapping(app.spec.get("source"))
-        release = mapping(source.get("helm")).get("releaseName") or app.name
-        repo, path = str(source.get("repoURL") or ""), str(source.get("path") or "")
-        result = []
-        for record, match in self._lines[sig]:
-            if sig == "argocd.manifest-cache-miss":
-                text = record.message
-                ok = bool(repo) and f"RepoURL:{repo}" in text and (not path or f"Path:{path}," in text)
-            elif sig == "argocd.helm-template":
-                ok = match is not None and match.group("release") == release
-            elif sig == "argocd.operation-phase":
-                ok = match is not None and match.group("app") in names
-            elif sig == "argocd.automated-sync":
-                ok = record.fields.get("application") in names
-            else:
-                ok = True
-            if ok:
-                result.append((record, match))
-        return result
+        if sig == "argocd.manifest-cache-miss":
+            keys = [f"{source.get('repoURL')}|{str(source.get('path') or '').strip('/')}"]
+        elif sig == "argocd.helm-template":
+            keys = [str(mapping(source.get("helm")).get("releaseName") or app.name)]
+        elif sig in ("argocd.operation-phase", "argocd.automated-sync"):
+            keys = [app.name, f"{app.namespace}/{app.name}"]
+        else:
+            keys = [""]
+        index = self._line_index()
+        found = [line for key in keys for line in index.get((sig, key), [])]
+        found.sort(key=lambda line: line[0].time or datetime.min.replace(tzinfo=UTC))
+        return found
 
     def _correlate(self, ctx: Context, app: Obj, instance: _Instance, webhook_names: set[str]) -> None:
         start = instance.start
