@@ -5,20 +5,23 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 import msgspec
+import yaml
 
-from argo_doctor import __version__, github_app, helm, knowledge
+from argo_doctor import __version__, deprecations, github_app, helm, knowledge
 from argo_doctor.engine import health_assessor, parse_options, run_scan, select_analyzers, signatures_for
 from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.model import Problem, Severity
 from argo_doctor.report import REPORTERS
+from argo_doctor.report import deprecations as deprecations_report
 from argo_doctor.report import helm as helm_report
+from argo_doctor.report.columns import columns
 from argo_doctor.report.json import chain_json, evidence_json, problem_json, timeline_json
 from argo_doctor.sources import bundle
 from argo_doctor.timeline import full_timeline, select
@@ -191,6 +194,45 @@ def signatures(rules_: tuple[str, ...], all_: bool) -> None:
             click.echo(needle.decode())
 
 
+@main.command("deprecations")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--target-version", help="Kubernetes version to check against (e.g. 1.25); default: the cluster "
+              "version in a bundle's bundle.yaml, else every known deprecation is listed.")
+@click.option("-o", "--output", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+def deprecations_command(paths: tuple[Path, ...], target_version: str | None, output: str) -> None:
+    """List uses of deprecated and removed APIs in manifests, chart templates, Kustomize trees and
+    bundles (live objects: per managedFields manager and last-applied annotation).
+
+    Exit status: 0 when nothing found is removed in the target version, 1 when something is, 2 for
+    bad input.
+    """
+    with _errors_to_exit():
+        target = deprecations.parse_version(target_version) if target_version else _cluster_version(paths)
+        if target_version and target is None:
+            raise ConfigError(f"--target-version {target_version!r} is not a Kubernetes version like 1.25")
+        uses, problems = deprecations.scan_paths(paths, target)
+    click.echo(deprecations_report.render(uses, problems, target, output))
+    for problem in problems:
+        click.echo(f"argo-doctor: {problem.location}: {problem.message}", err=True)
+    if deprecations.removed(uses):
+        sys.exit(EXIT_FINDINGS)
+
+
+def _cluster_version(paths: tuple[Path, ...]) -> tuple[int, int] | None:
+    """The cluster version of the first bundle among the paths (bundle.yaml `cluster.version`)."""
+    for path in paths:
+        meta = path / "bundle.yaml"
+        if meta.is_file():
+            try:
+                doc = yaml.load(meta.read_text(encoding="utf-8", errors="replace"), Loader=yaml.CSafeLoader)
+            except yaml.YAMLError:
+                continue
+            cluster = doc.get("cluster") if isinstance(doc, dict) else None
+            if isinstance(cluster, dict):
+                return deprecations.parse_version(str(cluster.get("version") or ""))
+    return None
+
+
 @main.command("helm-check")
 @click.argument("chart", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("-f", "--values", "values_files", multiple=True,
@@ -247,12 +289,6 @@ def github_app_check(
         sys.exit(EXIT_USAGE)
     if result.status != 201:
         sys.exit(EXIT_FINDINGS)
-
-
-def columns(rows: Sequence[Sequence[str]]) -> str:
-    """Rows as kubectl prints tables: left-aligned columns three spaces apart, no trailing blanks."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
 class _errors_to_exit:

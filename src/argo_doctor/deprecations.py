@@ -1,0 +1,219 @@
+"""Deprecated and removed APIs in manifests, chart templates, Kustomize trees and live objects.
+
+The table is `knowledge/deprecated_apis.yaml` (one row per group/version/kind, each with its
+source). A use is reported at a target Kubernetes version as `removed` (removed in or before it),
+`deprecated` (deprecated in or before it), and not at all when the target predates the
+deprecation. Without a target, every known use is reported with its releases. Live objects tell
+which manager wrote through an old API (`metadata.managedFields[].apiVersion`, which Argo CD-applied
+and server-side-applied objects carry) and what the last client-side apply sent
+(`kubectl.kubernetes.io/last-applied-configuration`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from argo_doctor.knowledge import load_rows
+from argo_doctor.model import Problem
+from argo_doctor.sources.objects import OBJECT_SUFFIXES, as_list, mapping, read_object_file, split_api_version
+from argo_doctor.sources.redact import LAST_APPLIED
+
+Version = tuple[int, int]
+NOT_OBJECTS = {"bundle.yaml", "clock.yaml", "Chart.yaml", "Chart.lock", "kustomization.yaml", "kustomization.yml",
+               "Kustomization"}
+_VERSION = re.compile(r"v?(\d+)\.(\d+)")
+_TEMPLATE_LINE = re.compile(r"^\s*(apiVersion|kind):\s*[\"']?([^\"'\s#]+)")
+_ACTION = re.compile(r"\{\{-?\s*(if|else if|else|with|range|end)\b(.*?)-?\}\}")
+
+
+def parse_version(text: str | None) -> Version | None:
+    """`v1.29.4`, `1.29`, `1.29.0-eks-…` → (1, 29)."""
+    found = _VERSION.match(str(text or "").strip())
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+@dataclass(frozen=True)
+class DeprecatedApi:
+    """One row of the deprecated API table."""
+
+    group: str
+    version: str
+    kind: str
+    resource: str
+    deprecated_in: str | None
+    removed_in: str | None
+    replacement: str | None
+    replacement_available_in: str | None
+    notes: str
+    source: str
+    component: str | None
+
+    @property
+    def api_version(self) -> str:
+        """`group/version`, or `version` for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def status_at(self, target: Version | None) -> str | None:
+        """`removed`, `deprecated` or `listed` (no target), None when not yet deprecated at target."""
+        if target is None or self.component:  # add-on releases are not Kubernetes releases
+            return "listed"
+        removed, deprecated = parse_version(self.removed_in), parse_version(self.deprecated_in)
+        if removed is not None and target >= removed:
+            return "removed"
+        if deprecated is not None and target >= deprecated:
+            return "deprecated"
+        return None
+
+    def describe(self) -> str:
+        """`deprecated in 1.14, removed in 1.22; use networking.k8s.io/v1 Ingress (1.19+)`."""
+        parts = []
+        owner = f"{self.component} " if self.component else ""
+        if self.deprecated_in:
+            parts.append(f"deprecated in {owner}{self.deprecated_in}")
+        if self.removed_in:
+            parts.append(f"removed in {owner}{self.removed_in}")
+        text = ", ".join(parts) or "deprecated"
+        if self.replacement:
+            since = f" ({self.replacement_available_in}+)" if self.replacement_available_in else ""
+            text += f"; use {self.replacement}{since}"
+        return text
+
+
+@cache
+def deprecated_apis() -> dict[tuple[str, str, str], DeprecatedApi]:
+    """The table by (group, version, kind)."""
+    table = {}
+    for row in load_rows("deprecated_apis.yaml"):
+        api = DeprecatedApi(
+            group=str(row.get("group") or ""), version=str(row["version"]), kind=str(row["kind"]),
+            resource=str(row.get("resource") or ""), deprecated_in=_opt(row.get("deprecated_in")),
+            removed_in=_opt(row.get("removed_in")), replacement=_opt(row.get("replacement")),
+            replacement_available_in=_opt(row.get("replacement_available_in")), notes=str(row.get("notes") or ""),
+            source=str(row["source"]), component=_opt(row.get("component")),
+        )
+        table[(api.group, api.version, api.kind)] = api
+    return table
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def lookup(api_version: str, kind: str) -> DeprecatedApi | None:
+    """The row for an apiVersion and kind, if deprecated."""
+    group, version = split_api_version(api_version)
+    return deprecated_apis().get((group, version, kind))
+
+
+@dataclass(frozen=True)
+class Use:
+    """One use of a deprecated API."""
+
+    api: DeprecatedApi
+    status: str
+    location: str
+    how: str
+    subject: str
+
+
+def _use(api_version: str, kind: str, target: Version | None, location: str, how: str, subject: str) -> Use | None:
+    api = lookup(api_version, kind)
+    if api is None:
+        return None
+    status = api.status_at(target)
+    return Use(api, status, location, how, subject) if status is not None else None
+
+
+def object_uses(raw: dict[str, Any], location: str, target: Version | None) -> Iterator[Use]:
+    """Uses in one object: its own apiVersion, its managedFields per manager, its last-applied copy."""
+    kind = str(raw.get("kind") or "")
+    meta = mapping(raw.get("metadata"))
+    namespace = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    subject = f"{kind}/{namespace}{meta.get('name') or '?'}"
+    own = _use(str(raw.get("apiVersion") or ""), kind, target, location, "manifest", subject)
+    if own is not None:
+        yield own
+    for index, entry in enumerate(as_list(meta.get("managedFields"))):
+        entry = mapping(entry)
+        use = _use(str(entry.get("apiVersion") or ""), kind, target, f"{location} .metadata.managedFields[{index}]",
+                   f"written by manager {entry.get('manager')} ({entry.get('operation')}) at {entry.get('time')}",
+                   subject)
+        if use is not None:
+            yield use
+    applied = mapping(meta.get("annotations")).get(LAST_APPLIED)
+    if isinstance(applied, str) and applied.startswith("{"):
+        try:
+            version = str(mapping(json.loads(applied)).get("apiVersion") or "")
+        except ValueError:
+            version = ""
+        use = _use(version, kind, target, f"{location} .metadata.annotations[{LAST_APPLIED}]",
+                   "last kubectl apply sent it", subject)
+        if use is not None:
+            yield use
+
+
+def template_uses(text: str, display: str, target: Version | None) -> Iterator[Use]:
+    """apiVersion/kind pairs in a Go template, read as text; `.Capabilities` conditionals are flagged."""
+    api_version: tuple[str, int, bool] | None = None
+    stack: list[bool] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("---"):
+            api_version = None
+        for action in _ACTION.finditer(line):
+            word, rest = action.group(1), action.group(2)
+            if word in ("if", "with", "range"):
+                stack.append(".Capabilities" in rest)
+            elif word == "end" and stack:
+                stack.pop()
+            elif word in ("else", "else if") and stack and ".Capabilities" in rest:
+                stack[-1] = True
+        found = _TEMPLATE_LINE.match(line)
+        if not found or "{{" in found.group(2):
+            continue
+        if found.group(1) == "apiVersion":
+            api_version = (found.group(2), number, any(stack))
+        elif api_version is not None:
+            version, line_no, conditional = api_version
+            how = "template, chosen by a .Capabilities conditional" if conditional else "template"
+            use = _use(version, found.group(2), target, f"{display}:{line_no}", how, found.group(2))
+            if use is not None:
+                yield use
+            api_version = None
+
+
+def scan_paths(paths: Sequence[Path], target: Version | None) -> tuple[list[Use], list[Problem]]:
+    """Every use in files and folders (manifests, charts, Kustomize trees, bundles)."""
+    uses: list[Use] = []
+    problems: list[Problem] = []
+    for root in paths:
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for path in files:
+            display = str(path if root.is_file() else path.relative_to(root.parent))
+            if any(part.startswith(".") for part in path.parts[len(root.parts):]):
+                continue
+            if (path.suffix.lower() not in (*OBJECT_SUFFIXES, ".tpl") or path.name in NOT_OBJECTS
+                    or path.name.startswith("values") or {"logs", "audit", "metrics"} & set(path.parts)):
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                problems.append(Problem(display, f"cannot read: {exc.strerror or exc}"))
+                continue
+            if "{{" in text:
+                uses.extend(template_uses(text, display, target))
+                continue
+            for raw in read_object_file(path, display, problems):
+                uses.extend(object_uses(raw.data, raw.location, target))
+    return uses, [p for p in problems if "no Kubernetes objects" not in p.message
+                  and "not a Kubernetes object" not in p.message]
+
+
+def removed(uses: Iterable[Use]) -> list[Use]:
+    """The uses that would fail at the target version."""
+    return [u for u in uses if u.status == "removed"]

@@ -1,0 +1,43 @@
+"""Output of `argo-doctor deprecations`: table, JSON or Markdown."""
+
+from __future__ import annotations
+
+import msgspec
+
+from argo_doctor.deprecations import Use, Version
+from argo_doctor.model import Problem
+from argo_doctor.report.columns import columns
+
+ORDER = {"removed": 0, "deprecated": 1}
+
+
+def render(uses: list[Use], problems: list[Problem], target: Version | None, output: str) -> str:
+    """The uses, removed ones first."""
+    uses = sorted(uses, key=lambda u: (ORDER.get(u.status, 2), u.location))
+    version = f"{target[0]}.{target[1]}" if target else None
+    if output == "json":
+        doc = {
+            "targetVersion": version,
+            "uses": [
+                {
+                    "status": u.status, "apiVersion": u.api.api_version, "kind": u.api.kind, "location": u.location,
+                    "how": u.how, "object": u.subject, "deprecatedIn": u.api.deprecated_in,
+                    "removedIn": u.api.removed_in, "replacement": u.api.replacement, "component": u.api.component,
+                    "notes": u.api.notes, "source": u.api.source,
+                }
+                for u in uses
+            ],
+            "errors": [{"location": p.location, "message": p.message} for p in problems],
+        }
+        return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
+    if output == "markdown":
+        lines = [f"# Deprecated APIs (target {version or 'any'})", "", "| status | API | where | how | fix |",
+                 "|---|---|---|---|---|"]
+        lines += [f"| {u.status} | `{u.api.api_version} {u.api.kind}` | `{u.location}` | {u.how} | "
+                  f"{u.api.describe()} |" for u in uses]
+        return "\n".join(lines)
+    rows = [("STATUS", "API", "KIND", "WHERE", "HOW", "FIX")]
+    rows += [(u.status, u.api.api_version, u.api.kind, u.location, u.how, u.api.describe()) for u in uses]
+    table = columns(rows)
+    head = f"target Kubernetes version: {version or 'none (every known deprecation is listed)'}"
+    return head + "\n" + (table if uses else "no deprecated API found")
