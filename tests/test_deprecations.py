@@ -78,7 +78,8 @@ def test_live_objects_through_managed_fields_and_last_applied() -> None:
         },
     }
     uses = list(object_uses(live, "objects/ingress.yaml:1", (1, 22)))
-    assert [u.how.split(" (")[0] for u in uses] == ["written by manager argocd-controller", "last kubectl apply sent it"]
+    hows = [u.how.split(" (")[0] for u in uses]
+    assert hows == ["written by manager argocd-controller", "last kubectl apply sent it"]
     assert uses[0].location == "objects/ingress.yaml:1 .metadata.managedFields[0]" and uses[0].status == "removed"
 
 

@@ -15,6 +15,7 @@ from argo_doctor.model import Finding
 from argo_doctor.snapshot import Obj, Snapshot
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import mapping
+from argo_doctor.webhooks import CallFailure, call_failures
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Context:
     options: Mapping[str, str] = field(default_factory=dict)
     _clocks: dict[str, ClockEstimate] | None = None
     _charts: list[ChartReport] | None = None
+    _failures: list[CallFailure] | None = None
 
     def option(self, rule: str, key: str, default: float) -> float:
         """A numeric rule option; ConfigError when it is not a number."""
@@ -60,6 +62,12 @@ class Context:
         """Non-deterministic template calls of the Application's chart, if the chart is in the input."""
         report = self.chart_for(app)
         return list(report.uses) if report is not None else []
+
+    def webhook_failures(self) -> list[CallFailure]:
+        """Failures to call webhooks seen in Events and Workflow nodes (computed once)."""
+        if self._failures is None:
+            self._failures = call_failures(self.snap)
+        return self._failures
 
     def clocks(self) -> dict[str, ClockEstimate]:
         """Every node's clock offset estimate (computed on first use)."""

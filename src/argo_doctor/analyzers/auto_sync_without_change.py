@@ -26,7 +26,7 @@ from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_int, as_list, mapping
 from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
-from argo_doctor.webhooks import CONFIG_KINDS, call_failures, failed_webhook_name
+from argo_doctor.webhooks import CONFIG_KINDS, failed_webhook_name
 
 MAX_LINES = 20_000
 BURST_GAP = 600.0
@@ -233,7 +233,7 @@ class AutoSyncWithoutChange(Analyzer):
         running = [r for r, m in phases if m is not None and m.group("phase") == "Running"][:1]
         done = [r for r, m in phases if m is not None and m.group("phase") in ("Succeeded", "Failed", "Error")][:1]
         steps.extend(log_evidence(r) for r in (*running, *done))
-        failures = [f for f in call_failures(ctx.snap) if f.webhook in webhook_names and f.time is not None
+        failures = [f for f in ctx.webhook_failures() if f.webhook in webhook_names and f.time is not None
                     and start <= f.time <= start + AFTER]
         failure_logs = [r for r, _ in near("k8s.webhook-call-failed", timedelta(0), AFTER)
                         if failed_webhook_name(r.raw) in webhook_names]

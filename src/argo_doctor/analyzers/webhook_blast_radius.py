@@ -19,7 +19,7 @@ from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
 from argo_doctor.analyzers.webhook_ca_mismatch import regenerating_chart
 from argo_doctor.model import Evidence, Finding, Remediation, Severity
 from argo_doctor.sources.logs import LogRecord, LogSignature
-from argo_doctor.webhooks import Webhook, backing_service, call_failures, ready_endpoints, webhooks
+from argo_doctor.webhooks import Webhook, backing_service, ready_endpoints, webhooks
 
 MAX_FAILURE_EVIDENCE = 4
 DOCS = (
@@ -51,7 +51,7 @@ class WebhookBlastRadius(Analyzer):
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per risky webhook."""
-        failures = call_failures(ctx.snap)
+        failures = ctx.webhook_failures()
         for hook in webhooks(ctx.snap):
             if hook.failure_policy != "Fail":
                 continue

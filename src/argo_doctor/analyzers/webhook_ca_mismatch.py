@@ -19,7 +19,7 @@ from argo_doctor.model import Evidence, Finding, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import as_list, mapping
 from argo_doctor.sources.redact import fingerprint
-from argo_doctor.webhooks import Webhook, backing_service, call_failures, serving_pods, webhooks
+from argo_doctor.webhooks import Webhook, backing_service, serving_pods, webhooks
 
 CA_KEYS = ("ca.crt",)
 DOCS = (
@@ -63,7 +63,7 @@ class WebhookCaMismatch(Analyzer):
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per webhook with a mismatching CA or a certificate mounted through subPath."""
-        failures = call_failures(ctx.snap)
+        failures = ctx.webhook_failures()
         for hook in webhooks(ctx.snap):
             service = backing_service(ctx.snap, hook)
             if service is None or not hook.ca_bundle:
