@@ -101,6 +101,7 @@ def all_analyzers() -> list[type[Analyzer]]:
     from argo_doctor.analyzers import (
         app_unhealthy,
         auto_sync_without_change,
+        deprecated_api_caller,
         github_app_token_clock,
         helm_nondeterministic_render,
         node_clock_skew,
@@ -116,6 +117,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         replica_error_divergence.ReplicaErrorDivergence,
         auto_sync_without_change.AutoSyncWithoutChange,
         helm_nondeterministic_render.HelmNondeterministicRender,
+        deprecated_api_caller.DeprecatedApiCaller,
         webhook_blast_radius.WebhookBlastRadius,
         webhook_ca_mismatch.WebhookCaMismatch,
         app_unhealthy.AppUnhealthy,
