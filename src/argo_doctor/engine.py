@@ -80,6 +80,11 @@ def run_scan(
     """Run the log pass and every analyzer over a snapshot."""
     stats = ScanStats()
     _log_pass(snap, analyzers, stats)
+    readers = [a for a in analyzers if a.audit]
+    if readers:
+        for event in snap.audit():  # one pass over the audit log, whatever the number of rules reading it
+            for analyzer in readers:
+                analyzer.on_audit(event)
     ctx = Context(snap, health_assessor(snap, lua_dirs), options or {})
     findings: list[Finding] = []
     crashed = []

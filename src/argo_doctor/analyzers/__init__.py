@@ -13,6 +13,7 @@ from argo_doctor.health import HealthAssessor
 from argo_doctor.helm import ChartReport, NondeterministicUse, find_charts, scan_chart
 from argo_doctor.model import Finding
 from argo_doctor.snapshot import Obj, Snapshot
+from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import mapping
 from argo_doctor.webhooks import CallFailure, call_failures
@@ -87,9 +88,14 @@ class Analyzer:
     signatures: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[dict[str, str]] = {}
     """Options the rule takes through `--option RULE.KEY=VALUE`: key → what it means."""
+    audit: ClassVar[bool] = False
+    """Whether the rule reads the audit log: the engine streams it once to every rule that does."""
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
         """Receive one log line that matched one of `signatures`."""
+
+    def on_audit(self, event: AuditEvent) -> None:
+        """Receive one audit record (rules with `audit = True`)."""
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """Yield the findings of this pattern."""

@@ -83,6 +83,7 @@ class AutoSyncWithoutChange(Analyzer):
 
     id = "auto-sync-without-change"
     title = "Automated sync without a new commit"
+    audit = True
     signatures = (
         "argocd.manifest-cache-miss",
         "argocd.helm-template",
@@ -95,7 +96,7 @@ class AutoSyncWithoutChange(Analyzer):
         self._lines: dict[str, deque[tuple[LogRecord, re.Match[str] | None]]] = {
             sig: deque(maxlen=MAX_LINES) for sig in self.signatures
         }
-        self._writes: dict[tuple[str, str, str], list[AuditEvent]] | None = None
+        self._writes: dict[tuple[str, str, str], list[AuditEvent]] = defaultdict(list)
         self._index: dict[tuple[str, str], list[tuple[LogRecord, re.Match[str] | None]]] | None = None
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
@@ -162,21 +163,17 @@ class AutoSyncWithoutChange(Analyzer):
         found.sort(key=lambda i: i.start)
         return found
 
-    def _controller_writes(self, ctx: Context) -> dict[tuple[str, str, str], list[AuditEvent]]:
-        """The application controller's completed writes in the audit log, by object (read once per scan)."""
-        if self._writes is None:
-            self._writes = defaultdict(list)
-            for record in ctx.snap.audit():
-                if (record.verb in ("patch", "update") and "argocd-application-controller" in record.username
-                        and record.stage in ("", "ResponseComplete") and record.received is not None):
-                    self._writes[(record.resource, record.namespace, record.name)].append(record)
-        return self._writes
+    def on_audit(self, event: AuditEvent) -> None:
+        """Keep the application controller's completed writes, by object."""
+        if (event.verb in ("patch", "update") and "argocd-application-controller" in event.username
+                and event.stage in ("", "ResponseComplete") and event.received is not None):
+            self._writes[(event.resource, event.namespace, event.name)].append(event)
 
     def _audit_bursts(self, ctx: Context, app: Obj, since: datetime) -> list[tuple[datetime, Evidence]]:
         """The first write of each burst of writes by the application controller to the app's resources."""
         targets = {(str(e.get("kind") or "").lower() + "s", str(e.get("namespace") or ""), str(e.get("name") or ""))
                    for e, _ in ctx.snap.app_resources(app)}
-        writes = self._controller_writes(ctx)
+        writes = self._writes
         records = sorted((r for t in targets for r in writes.get(t, ()) if r.received and r.received > since),
                          key=lambda r: r.received or since)
         bursts: list[tuple[datetime, Evidence]] = []

@@ -111,40 +111,42 @@ class DeprecatedApiCaller(Analyzer):
 
     id = "deprecated-api-caller"
     title = "Deprecated API called at run time"
+    audit = True
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[str, ...], _Calls] = {}
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per caller and deprecated group/version/resource."""
-        groups = self._collect(ctx)
+        groups = self._groups
         metrics = self._metrics(ctx)
         cluster = parse_version(str(mapping(ctx.snap.meta.get("cluster")).get("version") or ""))
         for calls in sorted(groups.values(), key=lambda c: (-c.count, c.product, c.gvr)):
             yield self._finding(ctx, calls, metrics.get((calls.group, calls.api_version, calls.resource), []), cluster)
 
-    def _collect(self, ctx: Context) -> dict[tuple[str, ...], _Calls]:
-        groups: dict[tuple[str, ...], _Calls] = {}
-        for record in ctx.snap.audit():
-            if record.stage not in ("", "ResponseComplete") or not record.resource:
-                continue
-            annotated = record.annotations.get("k8s.io/deprecated") == "true"
-            api = _by_resource().get((record.api_group, record.api_version, record.resource))
-            if not annotated and (api is None or api.component):
-                continue
-            removed = record.annotations.get("k8s.io/removed-release") or (api.removed_in if api else None)
-            product, version = parse_user_agent(record.user_agent)
-            key = (product, version, record.username, record.api_group, record.api_version, record.resource,
-                   record.subresource)
-            calls = groups.get(key)
-            if calls is None:
-                calls = groups[key] = _Calls(product, version, record.username, record.api_group, record.api_version,
-                                             record.resource, record.subresource, removed, annotated)
-            calls.verbs[record.verb] += 1
-            if record.received is not None and len(calls.times) < MAX_TIMES:
-                calls.times.append(record.received)
-                if record.name:
-                    calls.names[record.name].append(record.received)
-            if len(calls.examples) < 2:
-                calls.examples.append(record)
-        return groups
+    def on_audit(self, event: AuditEvent) -> None:
+        """Group deprecated requests by caller and group/version/resource."""
+        if event.stage not in ("", "ResponseComplete") or not event.resource:
+            return
+        annotated = event.annotations.get("k8s.io/deprecated") == "true"
+        api = _by_resource().get((event.api_group, event.api_version, event.resource))
+        if not annotated and (api is None or api.component):
+            return
+        removed = event.annotations.get("k8s.io/removed-release") or (api.removed_in if api else None)
+        product, version = parse_user_agent(event.user_agent)
+        key = (product, version, event.username, event.api_group, event.api_version, event.resource,
+               event.subresource)
+        calls = self._groups.get(key)
+        if calls is None:
+            calls = self._groups[key] = _Calls(product, version, event.username, event.api_group, event.api_version,
+                                               event.resource, event.subresource, removed, annotated)
+        calls.verbs[event.verb] += 1
+        if event.received is not None and len(calls.times) < MAX_TIMES:
+            calls.times.append(event.received)
+            if event.name:
+                calls.names[event.name].append(event.received)
+        if len(calls.examples) < 2:
+            calls.examples.append(event)
 
     def _metrics(self, ctx: Context) -> dict[tuple[str, str, str], list[Evidence]]:
         """`apiserver_requested_deprecated_apis` rows with the matching `apiserver_request_total` counts."""
