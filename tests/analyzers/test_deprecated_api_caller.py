@@ -1,0 +1,98 @@
+"""deprecated-api-caller on audit records as kube-apiserver writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from argo_doctor.analyzers.deprecated_api_caller import in_ranges, parse_user_agent, semver_key
+from argo_doctor.engine import run_scan, select_analyzers
+from argo_doctor.model import Finding
+from argo_doctor.sources import bundle
+
+CONTROLLER = "system:serviceaccount:argocd:argocd-application-controller"
+
+
+def audit(verb: str, uri: str, ref: dict[str, str], agent: str, when: str, annotated: bool = True,
+          user: str = CONTROLLER) -> dict[str, Any]:
+    annotations = {"authorization.k8s.io/decision": "allow"}
+    if annotated:
+        annotations |= {"k8s.io/deprecated": "true", "k8s.io/removed-release": "1.22"}
+    return {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": f"id-{when}-{verb}",
+            "stage": "ResponseComplete", "requestURI": uri, "verb": verb, "user": {"username": user},
+            "userAgent": agent, "objectRef": ref, "responseStatus": {"code": 200},
+            "requestReceivedTimestamp": when, "stageTimestamp": when, "annotations": annotations}
+
+
+def crd_get(agent: str, when: str, annotated: bool = True) -> dict[str, Any]:
+    name = "sealedsecrets.bitnami.com"
+    return audit("get", f"/apis/apiextensions.k8s.io/v1beta1/customresourcedefinitions/{name}",
+                 {"resource": "customresourcedefinitions", "name": name, "apiGroup": "apiextensions.k8s.io",
+                  "apiVersion": "v1beta1"}, agent, when, annotated)
+
+
+def make_bundle(root: Path, records: list[dict[str, Any]]) -> Path:
+    (root / "audit").mkdir(parents=True)
+    (root / "audit" / "audit.log").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    (root / "objects").mkdir()
+    (root / "objects" / "app.yaml").write_text(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: sealed-secrets, namespace: argocd}\n"
+        "spec: {destination: {namespace: kube-system}}\nstatus:\n  resources:\n"
+        "  - {group: apiextensions.k8s.io, version: v1, kind: CustomResourceDefinition, "
+        "name: sealedsecrets.bitnami.com, status: Synced}\n  history:\n"
+        "  - {id: 1, revision: aaa, deployStartedAt: '2021-08-02T09:14:03Z', deployedAt: '2021-08-02T09:14:09Z'}\n"
+        "  - {id: 2, revision: bbb, deployStartedAt: '2021-08-02T10:02:11Z', deployedAt: '2021-08-02T10:02:16Z'}\n"
+    )
+    (root / "bundle.yaml").write_text("collectedAt: 2021-08-02T12:00:00Z\ncluster: {version: v1.21.14}\n")
+    return root
+
+
+def findings(root: Path) -> list[Finding]:
+    snap = bundle.load([root], None)
+    return [f for f in run_scan(snap, select_analyzers(("deprecated-api-caller",))).findings]
+
+
+def test_user_agents_and_versions() -> None:
+    agent = "argocd-application-controller/v2.0.5+4c94d88 (linux/amd64) kubernetes/$Format"
+    assert parse_user_agent(agent) == ("argocd-application-controller", "v2.0.5+4c94d88")
+    assert semver_key("v2.3.0-rc5") < semver_key("2.3.0")  # type: ignore[operator]
+    assert semver_key("2.3.0-0") < semver_key("2.3.0-rc5")  # type: ignore[operator]
+    ranges = [["1.2.0", "2.2.8"], ["2.3.0-0", "2.3.0"]]
+    assert in_ranges("v2.0.5+4c94d88", ranges) and in_ranges("v2.3.0-rc5", ranges)
+    assert not in_ranges("v2.2.8", ranges) and not in_ranges("v2.3.0", ranges) and not in_ranges("nope", ranges)
+
+
+def test_crd_reads_during_syncs_are_attributed(tmp_path: Path) -> None:
+    agent = "argocd-application-controller/v2.0.5+4c94d88 (linux/amd64) kubernetes/$Format"
+    records = [crd_get(agent, t) for t in ("2021-08-02T09:14:04Z", "2021-08-02T09:14:05Z",
+                                            "2021-08-02T10:02:12Z", "2021-08-02T10:02:14Z")]
+    (finding,) = findings(make_bundle(tmp_path / "b", records))
+    assert "argocd-ensure-crd-ready" in finding.title and finding.severity.label == "low"
+    assert "4 requests for customresourcedefinitions/sealedsecrets.bitnami.com fell in the 2 syncs of Application "\
+           "sealed-secrets" in finding.summary
+    assert "2.2.8" in finding.summary and "Harmless" in finding.summary
+    assert {e.kind for e in finding.evidence} >= {"audit", "object"}
+
+
+def test_a_version_past_the_fix_is_not_explained_by_the_known_path(tmp_path: Path) -> None:
+    agent = "argocd-application-controller/v2.4.7+1c4a7d8 (linux/amd64) kubernetes/$Format"
+    (finding,) = findings(make_bundle(tmp_path / "b", [crd_get(agent, "2021-08-02T09:14:04Z")]))
+    assert "argocd-ensure-crd-ready" not in finding.title and finding.severity.label == "medium"
+    assert "does not apply to v2.4.7" in finding.summary
+
+
+@pytest.mark.parametrize("annotated", [True, False])
+def test_with_and_without_the_deprecation_annotation(tmp_path: Path, annotated: bool) -> None:
+    record = audit("list", "/apis/policy/v1beta1/podsecuritypolicies",
+                   {"resource": "podsecuritypolicies", "apiGroup": "policy", "apiVersion": "v1beta1"},
+                   "psp-reporter/0.3.1", "2021-08-02T09:30:00Z", annotated=annotated,
+                   user="system:serviceaccount:kube-system:psp-reporter")
+    ordinary = audit("list", "/apis/apps/v1/deployments", {"resource": "deployments", "apiGroup": "apps",
+                                                          "apiVersion": "v1"}, "kubectl/v1.21.1", "2021-08-02T09:31:00Z",
+                     annotated=False)
+    (finding,) = findings(make_bundle(tmp_path / "b", [record, ordinary]))
+    assert "psp-reporter 0.3.1 calls policy/v1beta1 podsecuritypolicies" in finding.title
+    assert ("no k8s.io/deprecated annotation" in finding.summary) is (not annotated)
