@@ -52,7 +52,7 @@ def make_bundle(root: Path, records: list[dict[str, Any]]) -> Path:
 
 def findings(root: Path) -> list[Finding]:
     snap = bundle.load([root], None)
-    return [f for f in run_scan(snap, select_analyzers(("deprecated-api-caller",))).findings]
+    return run_scan(snap, select_analyzers(("deprecated-api-caller",))).findings
 
 
 def test_user_agents_and_versions() -> None:
@@ -90,8 +90,8 @@ def test_with_and_without_the_deprecation_annotation(tmp_path: Path, annotated: 
                    {"resource": "podsecuritypolicies", "apiGroup": "policy", "apiVersion": "v1beta1"},
                    "psp-reporter/0.3.1", "2021-08-02T09:30:00Z", annotated=annotated,
                    user="system:serviceaccount:kube-system:psp-reporter")
-    ordinary = audit("list", "/apis/apps/v1/deployments", {"resource": "deployments", "apiGroup": "apps",
-                                                          "apiVersion": "v1"}, "kubectl/v1.21.1", "2021-08-02T09:31:00Z",
+    apps = {"resource": "deployments", "apiGroup": "apps", "apiVersion": "v1"}
+    ordinary = audit("list", "/apis/apps/v1/deployments", apps, "kubectl/v1.21.1", "2021-08-02T09:31:00Z",
                      annotated=False)
     (finding,) = findings(make_bundle(tmp_path / "b", [record, ordinary]))
     assert "psp-reporter 0.3.1 calls policy/v1beta1 podsecuritypolicies" in finding.title
