@@ -7,11 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from argo_doctor.analyzers.deprecated_api_caller import in_ranges, parse_user_agent, semver_key
+from argo_doctor.cli import main
 from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.model import Finding
 from argo_doctor.sources import bundle
+from tests.conftest import BUNDLES, EXAMPLES, scan_json
 
 CONTROLLER = "system:serviceaccount:argocd:argocd-application-controller"
 
@@ -96,3 +99,36 @@ def test_with_and_without_the_deprecation_annotation(tmp_path: Path, annotated: 
     (finding,) = findings(make_bundle(tmp_path / "b", [record, ordinary]))
     assert "psp-reporter 0.3.1 calls policy/v1beta1 podsecuritypolicies" in finding.title
     assert ("no k8s.io/deprecated annotation" in finding.summary) is (not annotated)
+
+
+def test_the_incident_example() -> None:
+    doc = scan_json(EXAMPLES / "incidents" / "deprecated-callers")
+    callers = [f for f in doc["findings"] if f["rule"] == "deprecated-api-caller"]
+    (crd,) = [f for f in callers if f["title"].endswith(": argocd-ensure-crd-ready")]
+    (watch,) = [f for f in callers
+                if "extensions/v1beta1 ingresses" in f["title"] and f["title"].startswith("argocd-application")]
+    assert watch["title"].endswith(": argocd-discovery-watch")
+    assert "12 requests for customresourcedefinitions/sealedsecrets.bitnami.com fell in the 3 syncs of Application "\
+           "sealed-secrets" in crd["summary"] and "v2.2.8" in crd["summary"]
+    assert "LIST" in watch["summary"] and "WATCH" in watch["summary"] and "Harmless" in watch["summary"]
+    kinds = {e["kind"] for f in doc["findings"] if f["rule"] == "deprecated-api-caller" for e in f["evidence"]}
+    assert {"audit", "metric", "object"} <= kinds
+    assert any("psp-reporter" in f["title"] and "no k8s.io/deprecated annotation" in f["summary"]
+               for f in doc["findings"])
+
+
+def test_the_fixed_version_bundle() -> None:
+    doc = scan_json(BUNDLES / "deprecated-callers-fixed")
+    titles = [f["title"] for f in doc["findings"] if f["rule"] == "deprecated-api-caller"]
+    assert titles and not any("argocd-ensure-crd-ready" in t for t in titles)
+
+
+def test_deprecations_command_on_the_example() -> None:
+    result = CliRunner().invoke(main, ["deprecations", str(EXAMPLES / "incidents" / "deprecated-callers"),
+                                       "--target-version", "1.22", "-o", "json"])
+    assert result.exit_code == 1
+    uses = json.loads(result.stdout)["uses"]
+    where = {(u["kind"], u["how"].split(" (")[0]) for u in uses}
+    assert ("Ingress", "manifest") in where and ("Ingress", "written by manager argocd-application-controller") in where
+    assert any(u["how"] == "template, chosen by a .Capabilities conditional" for u in uses)
+    assert all(u["replacement"] for u in uses if u["kind"] in ("Ingress", "CronJob", "CustomResourceDefinition"))

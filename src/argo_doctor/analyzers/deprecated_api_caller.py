@@ -122,6 +122,9 @@ class DeprecatedApiCaller(Analyzer):
         metrics = self._metrics(ctx)
         cluster = parse_version(str(mapping(ctx.snap.meta.get("cluster")).get("version") or ""))
         for calls in sorted(groups.values(), key=lambda c: (-c.count, c.product, c.gvr)):
+            api = _by_resource().get((calls.group, calls.api_version, calls.resource))
+            if not calls.annotated and cluster is not None and (api is None or api.status_at(cluster) is None):
+                continue  # matched by the table only, and not deprecated yet at the cluster's version
             yield self._finding(ctx, calls, metrics.get((calls.group, calls.api_version, calls.resource), []), cluster)
 
     def on_audit(self, event: AuditEvent) -> None:
