@@ -9,6 +9,17 @@ from typing import Any
 
 import yaml
 
+from argo_doctor.health import HealthStatus
+
+H, P, D, S, U = (
+    HealthStatus.HEALTHY,
+    HealthStatus.PROGRESSING,
+    HealthStatus.DEGRADED,
+    HealthStatus.SUSPENDED,
+    HealthStatus.UNKNOWN,
+)
+"""Short names for the statuses, for tables of expected verdicts."""
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

@@ -8,16 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from argo_doctor.health import Health, HealthAssessor, HealthStatus
-from tests.health.objects import names, obj
-
-H, P, D, S, U = (
-    HealthStatus.HEALTHY,
-    HealthStatus.PROGRESSING,
-    HealthStatus.DEGRADED,
-    HealthStatus.SUSPENDED,
-    HealthStatus.UNKNOWN,
-)
+from argo_doctor.health import Health, HealthAssessor
+from tests.health.objects import D, H, P, S, U, names, obj
 
 CRASHLOOP = (
     "back-off 5m0s restarting failed container=payments "

@@ -8,16 +8,8 @@ from typing import Any
 
 import pytest
 
-from argo_doctor.health import Health, HealthAssessor, HealthProblem, HealthStatus, LuaHealthScripts
-from tests.health.objects import obj
-
-H, P, D, S, U = (
-    HealthStatus.HEALTHY,
-    HealthStatus.PROGRESSING,
-    HealthStatus.DEGRADED,
-    HealthStatus.SUSPENDED,
-    HealthStatus.UNKNOWN,
-)
+from argo_doctor.health import Health, HealthAssessor, HealthProblem, LuaHealthScripts
+from tests.health.objects import D, H, P, S, U, obj
 
 CERTIFICATE_SCRIPT = """\
 local hs = {}

@@ -10,17 +10,10 @@ from typing import Any
 
 import pytest
 
-from argo_doctor.health import Health, HealthAssessor, HealthStatus
+from argo_doctor.health import Health, HealthAssessor
 from argo_doctor.health.crd import crd_health
-from tests.health.objects import names, obj
+from tests.health.objects import D, H, P, S, U, names, obj
 
-H, P, D, S, U = (
-    HealthStatus.HEALTHY,
-    HealthStatus.PROGRESSING,
-    HealthStatus.DEGRADED,
-    HealthStatus.SUSPENDED,
-    HealthStatus.UNKNOWN,
-)
 OBSERVING = "Waiting for rollout spec update to be observed"
 
 ROLLOUTS = {
