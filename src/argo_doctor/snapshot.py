@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
 from argo_doctor.knowledge import component_rules
 from argo_doctor.model import Problem, Ref
@@ -150,16 +149,6 @@ class ArgoSettings:
     def instance_label_key(self) -> str:
         """The label Argo CD tracks resources with (`application.instanceLabelKey`)."""
         return self.cm.get("application.instanceLabelKey") or "app.kubernetes.io/instance"
-
-    def yaml_value(self, key: str) -> Any:
-        """A settings value that holds YAML (e.g. `resource.customizations`), parsed; None if bad."""
-        text = self.cm.get(key)
-        if not text:
-            return None
-        try:
-            return yaml.load(text, Loader=yaml.CSafeLoader)
-        except yaml.YAMLError:
-            return None
 
 
 SETTINGS_NAMES = {

@@ -16,7 +16,6 @@ from argo_doctor.sources.logs import (
     LogSignature,
     ScanStats,
     parse_line,
-    scan_log_file,
     scan_logs,
 )
 
@@ -85,7 +84,7 @@ def _scan(path: Path, sigs: list[LogSignature]) -> tuple[list[tuple[int, str]], 
         seen.append((rec.line, match.group("key") if match else rec.message))
 
     lf = LogFile(path, "repo-server.log", "argocd", "p", "c")
-    scan_log_file(lf, sigs, dispatch, problems, REF, stats)
+    scan_logs([(lf, sigs)], dispatch, problems, REF, stats, workers=1)
     return seen, problems, stats
 
 
@@ -125,7 +124,7 @@ def test_byte_range_of_a_shared_file(tmp_path: Path) -> None:
     path.write_bytes(head + body + b"manifest cache miss: outside\n")
     lf = LogFile(path, "ns/p/logs.txt", "ns", "p", "a", False, len(head), len(head) + len(body), 2)
     seen: list[int] = []
-    scan_log_file(lf, [MISS], lambda s, r, m: seen.append(r.line), [], REF, ScanStats())
+    scan_logs([(lf, [MISS])], lambda s, r, m: seen.append(r.line), [], REF, ScanStats(), workers=1)
     assert seen == [2]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, plural
@@ -39,10 +38,6 @@ class _Failures:
     last: LogRecord | None = None
     installations: set[str] = field(default_factory=set)
     statuses: set[str] = field(default_factory=set)
-
-
-def _when(record: LogRecord | None) -> datetime | None:
-    return record.time if record is not None else None
 
 
 class GithubAppTokenClock(Analyzer):

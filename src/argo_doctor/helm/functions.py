@@ -42,7 +42,3 @@ def nondeterministic_functions() -> dict[str, FunctionInfo]:
         )
     return out
 
-
-def reported_functions() -> dict[str, FunctionInfo]:
-    """The functions reported on their own (those not needing another one to vary)."""
-    return {name: info for name, info in nondeterministic_functions().items() if not info.requires}

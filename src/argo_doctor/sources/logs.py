@@ -389,18 +389,6 @@ class _FileState:
             self.problems.append(Problem(f"{self.file.display}:{line}", message))
 
 
-def scan_log_file(
-    file: LogFile,
-    signatures: Sequence[LogSignature],
-    dispatch: Dispatch,
-    problems: list[Problem],
-    reference: datetime,
-    stats: ScanStats,
-) -> None:
-    """Read one log once, in this process, and dispatch every line that matches a signature."""
-    scan_logs([(file, signatures)], dispatch, problems, reference, stats, workers=1)
-
-
 def _dispatch_line(
     data: bytes,
     line_no: int,
