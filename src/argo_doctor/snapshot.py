@@ -17,7 +17,15 @@ from argo_doctor.knowledge import component_rules
 from argo_doctor.model import Problem, Ref
 from argo_doctor.sources.audit import AuditEvent, AuditFile, read_audit_file
 from argo_doctor.sources.logs import LogFile, LogRecord, parse_line
-from argo_doctor.sources.objects import LoadedObject, ObjectHead, RawObject, mapping, object_head, split_api_version
+from argo_doctor.sources.objects import (
+    LoadedObject,
+    ObjectHead,
+    RawObject,
+    as_list,
+    mapping,
+    object_head,
+    split_api_version,
+)
 from argo_doctor.sources.redact import SecretScrubber, redact_object, secret_values
 from argo_doctor.timeutil import parse_time
 
@@ -315,20 +323,43 @@ class Snapshot:
             result.append((entry, live))
         return result
 
+    def _tracking_names(self, app: Obj) -> list[str]:
+        """The names an Application's resources are tracked by (`<ns>_<app>` outside the control namespace)."""
+        if app.namespace and app.namespace != self.settings.namespace:
+            return [app.name, f"{app.namespace}_{app.name}"]
+        return [app.name]
+
+    @cached_property
+    def _tracked(self) -> dict[str, list[Obj]]:
+        """Objects by the application name in their tracking label or tracking-id annotation."""
+        label_key = self.settings.instance_label_key
+        index: dict[str, list[Obj]] = defaultdict(list)
+        for obj in self._objects.values():
+            names = {obj.labels.get(label_key), obj.tracking_id.split(":", 1)[0] if obj.tracking_id else None}
+            for name in names - {None, ""}:
+                index[str(name)].append(obj)
+        return index
+
     def tracked_by(self, app: Obj) -> list[Obj]:
         """Objects that carry the Application's tracking label or annotation."""
-        label_key = self.settings.instance_label_key
-        app_ns = app.namespace
-        control_ns = self.settings.namespace
-        names = {app.name, f"{app_ns}_{app.name}"} if app_ns and app_ns != control_ns else {app.name}
-        result = []
-        for obj in self._objects.values():
-            if obj.labels.get(label_key) in names:
-                result.append(obj)
-                continue
-            if obj.tracking_id and obj.tracking_id.split(":", 1)[0] in names:
-                result.append(obj)
-        return result
+        return [obj for name in self._tracking_names(app) for obj in self._tracked.get(name, [])]
+
+    @cached_property
+    def _managers(self) -> dict[tuple[str, str, str], Obj]:
+        """(kind, namespace, name) → the Application listing or tracking the object."""
+        index: dict[tuple[str, str, str], Obj] = {}
+        for app in self.applications():
+            for entry in as_list(app.status.get("resources")):
+                entry = mapping(entry)
+                key = (str(entry.get("kind") or ""), str(entry.get("namespace") or ""), str(entry.get("name") or ""))
+                index.setdefault(key, app)
+            for obj in self.tracked_by(app):
+                index.setdefault((obj.kind, obj.namespace, obj.name), app)
+        return index
+
+    def app_of(self, obj: Obj) -> Obj | None:
+        """The Application that manages an object (its status.resources, else the tracking label)."""
+        return self._managers.get((obj.kind, obj.namespace, obj.name))
 
     @cached_property
     def components(self) -> list[Component]:

@@ -149,14 +149,12 @@ class WebhookCaMismatch(Analyzer):
 def regenerating_chart(ctx: Context, hook: Webhook) -> str | None:
     """The chart call that regenerates this webhook's caBundle, when the managing app's chart has one."""
     config = hook.config
-    for app in ctx.snap.applications():
-        listed = {(str(e.get("kind")), str(e.get("name"))) for e, _ in ctx.snap.app_resources(app)}
-        if (config.kind, config.name) not in listed and not any(
-                (o.kind, o.name) == (config.kind, config.name) for o in ctx.snap.tracked_by(app)):
-            continue
-        for use in ctx.chart_uses(app):
-            if use.resource_kind == config.kind and "caBundle" in use.field:
-                return f"{use.function} at {use.call}, through {use.output} (Application {app.name})"
+    app = ctx.snap.app_of(config)
+    if app is None:
+        return None
+    for use in ctx.chart_uses(app):
+        if use.resource_kind == config.kind and "caBundle" in use.field:
+            return f"{use.function} at {use.call}, through {use.output} (Application {app.name})"
     return None
 
 
