@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from argo_doctor import knowledge
@@ -14,7 +14,7 @@ from argo_doctor.health import HealthAssessor, LuaHealthScripts
 from argo_doctor.model import Finding, Problem, TimelineEntry
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_logs
-from argo_doctor.sources.redact import SecretScrubber
+from argo_doctor.sources.redact import clean
 from argo_doctor.timeline import build_timeline
 
 
@@ -88,37 +88,23 @@ def run_scan(
     ctx = Context(snap, health_assessor(snap, lua_dirs), options or {})
     findings: list[Finding] = []
     crashed = []
-    for analyzer in analyzers:
-        try:
-            findings.extend(analyzer.analyze(ctx))
-        except ConfigError:
-            raise
-        except Exception as exc:  # one broken analyzer must not lose the others
-            crashed.append(analyzer.id)
-            snap.problems.append(Problem(f"analyzer {analyzer.id}", f"internal error: {type(exc).__name__}: {exc}"))
+    with ctx.health:  # stops the Lua worker process when the analyzers are done
+        for analyzer in analyzers:
+            try:
+                findings.extend(analyzer.analyze(ctx))
+            except ConfigError:
+                raise
+            except Exception as exc:  # one broken analyzer must not lose the others
+                crashed.append(analyzer.id)
+                snap.problems.append(
+                    Problem(f"analyzer {analyzer.id}", f"internal error: {type(exc).__name__}: {exc}")
+                )
     snap.problems.extend(Problem(p.location, p.message) for p in ctx.health.problems)
     snap.problems.extend(unknown_kinds(snap, ctx.health.scripts))
-    findings = [scrub_finding(f, snap.scrubber) for f in findings]
+    findings = clean(findings, snap.scrubber)  # before the timeline, so that finding ids stay the same downstream
     findings.sort(key=lambda f: (-f.severity, f.rule, f.title))
-    problems = [Problem(p.location, snap.scrubber.scrub(p.message)) for p in _dedupe(snap.problems)]
+    problems = clean(_dedupe(snap.problems), snap.scrubber)
     return ScanResult(snap, findings, build_timeline(snap, findings), problems, stats, crashed)
-
-
-def scrub_finding(finding: Finding, scrubber: SecretScrubber) -> Finding:
-    """The finding with every Secret value of the snapshot removed from its text."""
-    scrub = scrubber.scrub
-    return replace(
-        finding,
-        title=scrub(finding.title),
-        summary=scrub(finding.summary),
-        evidence=[replace(e, excerpt=scrub(e.excerpt)) for e in finding.evidence],
-        remediation=replace(
-            finding.remediation,
-            text=scrub(finding.remediation.text),
-            patch=scrub(finding.remediation.patch) if finding.remediation.patch else None,
-            command=scrub(finding.remediation.command) if finding.remediation.command else None,
-        ),
-    )
 
 
 def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> None:

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from argo_doctor.errors import ConfigError
 from argo_doctor.jwt_window import IAT_BACKDATE, LIFETIME, Window
+from argo_doctor.sources.redact import clean
 
 DEFAULT_API_URL = "https://api.github.com"
 TIMEOUT = 15.0
@@ -163,14 +164,14 @@ def _message(response: httpx.Response) -> str | None:
 
 
 def result_json(result: CheckResult) -> dict[str, Any]:
-    """The result as the JSON `github-app check -o json` prints."""
+    """The result as the JSON `github-app check -o json` prints, every string redacted."""
     def rounded(value: float | None, digits: int) -> float | None:
         return None if value is None else round(value, digits)
 
     window = None
     if result.iat_in is not None and result.exp_in is not None:
         window = {"iatInSeconds": round(result.iat_in, 1), "expInSeconds": round(result.exp_in, 1)}
-    return {
+    return clean({
         "url": result.url,
         "status": result.status,
         "githubMessage": result.github_message,
@@ -180,11 +181,12 @@ def result_json(result: CheckResult) -> dict[str, Any]:
         "jwt": {"iat": result.jwt_iat, "exp": result.jwt_exp, "asSeenByGitHub": window},
         "verdict": result.verdict,
         "error": result.error,
-    }
+    })
 
 
 def result_text(result: CheckResult) -> str:
-    """The result as aligned `key  value` lines."""
+    """The result as aligned `key  value` lines, redacted and without control characters."""
+    result = clean(result, human=True)
     lines = [("request", f"POST {result.url}"), ("status", str(result.status or "-")),
              ("github says", result.github_message or "-")]
     if result.server_offset is not None and result.server_offset_bound is not None:

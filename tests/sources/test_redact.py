@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 import base64
+import json
+from dataclasses import dataclass
+from pathlib import Path
 
-from argo_doctor.sources.redact import fingerprint, redact_object, redact_text
+import pytest
+
+from argo_doctor.health import HealthStatus
+from argo_doctor.sources.redact import (
+    SecretScrubber,
+    clean,
+    fingerprint,
+    printable,
+    redact,
+    redact_object,
+    redact_text,
+    secret_values,
+)
+from tests.conftest import BUNDLES, EXAMPLES
 
 KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx4Vd0QJc1Xr\n-----END RSA PRIVATE KEY-----"
 JWT = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiIxMjM0NTYiLCJpYXQiOjE3MDB9.c2lnbmF0dXJlLWJ5dGVz"
@@ -76,3 +92,111 @@ def test_prose_about_tokens_is_kept() -> None:
         "access token expired, refreshing",
     ):
         assert redact_text(line) == line
+
+
+@pytest.mark.parametrize(("line", "secret"), [
+    ("Authorization: Token 9f8e7d6c5b4a", "9f8e7d6c5b4a"),
+    ("authorization: token gho-short", "gho-short"),
+    ("Proxy-Authorization: Basic cm9ib3Q6aHVudGVy", "cm9ib3Q6aHVudGVy"),
+    ('{"Authorization":["Negotiate YIIGhgYGKwYBBQUCoIIGejCCBnag"]}', "YIIGhgYG"),
+    ('time="t" level=info msg="body {\\"user\\":\\"bob\\",\\"password\\":\\"hunter 2\\"}"', "hunter 2"),
+    ("git fetch https://deploy:ab/cd+ef@git.example.com/acme/repo.git", "ab/cd+ef"),
+    ('{"auths":{"registry.example.com":{"auth":"cm9ib3Q6aHVudGVyMg=="}}}', "cm9ib3Q6aHVudGVyMg=="),
+    ("client_secret=onlylowercaseletters&grant_type=client_credentials", "onlylowercaseletters"),
+    ('{"clientSecret": "onlylowercaseletters"}', "onlylowercaseletters"),
+    ("secret=abcdefgh", "abcdefgh"),
+    ("AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    ('"AKIAIOSFODNN7EXAMPLE","wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"', "wJalrXUtnFEMI"),
+    ("2026-11-20T14:50:03.1Z MIIEowIBAAKCAQEAuP4NeM4AhQa9JxVsSz98oKlDvfaSITvTlftUxXL/rCG70TI2", "MIIEowIB"),
+    ("2026-11-20T14:50:03.2Z sQry574hBG7rbNnpQcYvlUcO==", "sQry574h"),
+    ("sQry574hBG7rbNnpQcYvlUcO==\n-----END RSA PRIVATE KEY-----", "sQry574h"),
+    ("token=550e8400-e29b-41d4-a716-446655440000", "550e8400"),
+    ("set adminPassword (now \"hunter2hunter2\")", "hunter2hunter2"),
+])
+def test_patterns_that_used_to_pass(line: str, secret: str) -> None:
+    out = redact_text(line)
+    assert secret not in out, out
+    assert redact_text(out) == out  # idempotent: the edge may redact twice
+
+
+@pytest.mark.parametrize("line", [
+    "could not refresh installation id 1's token: received non 2xx response status",
+    "image ghcr.io/acme/api@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    "revision 4f1c2a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39 uid cd82a661-0e18-4010-9633-ca98c87e53a9",
+    "caBundle fingerprint sha256:659ab054a73809a2, Secret <redacted sha256:0f1e2d3c4b5a6978>",
+    "Sync/0 resource /Secret:monitoring/grafana obj->obj (,,)",
+    '{"automountServiceAccountToken":true,"secretName":"argocd-secret"}',
+    "clientSecret: $dex.github.clientSecret",
+    "cert-manager.io/inject-ca-from-secret: cert-manager/cert-manager-webhook-ca",
+    "authorization: RBAC: allowed by ClusterRoleBinding \"argocd\"",
+    '{"authorization.k8s.io/decision":"allow"}',
+    "basic authentication failed; Bearer token expired",
+    "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+    "https://proxy.example.com:8443/charts/index.yaml@v1",
+    "set rollOnEveryRender: false (now true)",
+])
+def test_prose_stays_readable(line: str) -> None:
+    assert redact_text(line) == line
+
+
+def _example_lines() -> list[str]:
+    lines = []
+    for root in (EXAMPLES, BUNDLES):
+        for path in sorted(root.rglob("*.log")) + sorted(root.rglob("events*.yaml")):
+            lines.extend(path.read_text(encoding="utf-8", errors="replace").splitlines())
+    return lines
+
+
+def test_example_logs_and_events_hold_no_credential_pattern() -> None:
+    """The example bundles' logs and events are prose: the redactor changes none of their lines."""
+    changed = [line for line in _example_lines() if redact_text(line) != line]
+    assert changed == []
+
+
+def test_secret_values_include_stored_decoded_and_registry_credentials() -> None:
+    docker = {"auths": {"registry.example.com": {"username": "robot", "password": "hunter2-registry",
+                                                 "auth": base64.b64encode(b"robot:hunter2-registry").decode()}}}
+    secret = {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+        "data": {"password": base64.b64encode(b"s3cr3t-value").decode(), "url": "aHR0cHM6Ly9naXQ=",
+                 ".dockerconfigjson": base64.b64encode(json.dumps(docker).encode()).decode()},
+        "stringData": {"token": "plain-token-1"},
+    }
+    values = set(secret_values(secret))
+    assert {"s3cr3t-value", base64.b64encode(b"s3cr3t-value").decode(), "plain-token-1",
+            base64.b64encode(b"plain-token-1").decode(), "hunter2-registry", "robot:hunter2-registry",
+            base64.b64encode(b"robot:hunter2-registry").decode()} <= values
+    assert "https://git" not in values and "aHR0cHM6Ly9naXQ=" not in values  # the url is public
+
+
+def test_scrubber_replaces_values_but_not_words_containing_them() -> None:
+    scrubber = SecretScrubber()
+    scrubber.add_values(["deploy", "s3cr3t-value", "czNjcjN0LXZhbHVl"])
+    assert scrubber.scrub("user deploy pushed s3cr3t-value (czNjcjN0LXZhbHVl); redeployed") == (
+        "user <redacted secret value> pushed <redacted secret value> (<redacted secret value>); redeployed")
+
+
+def test_printable_strips_control_sequences() -> None:
+    hostile = "a\x1b]0;title\x07b\x1b]52;c;Y2xpcA==\x1b\\c\x1b[2J\x1b[1;31md\x9b31me\rf\x00g\x7f\th\ni"
+    assert printable(hostile) == "abcdef" + "g\th\ni"
+    assert printable("plain text — ünïcode") == "plain text — ünïcode"
+
+
+@dataclass(frozen=True)
+class _Row:
+    message: str
+    status: HealthStatus
+    count: int
+
+
+def test_clean_walks_outputs_and_keeps_types() -> None:
+    scrubber = SecretScrubber()
+    scrubber.add_values(["s3cr3t-value"])
+    doc = {"rows": [_Row("got s3cr3t-value\x1b[2J", HealthStatus.DEGRADED, 2)], "pair": ("password=x", 1),
+           "path": Path("/tmp/x")}
+    machine = clean(doc, scrubber)
+    assert machine["rows"][0] == _Row("got <redacted secret value>\x1b[2J", HealthStatus.DEGRADED, 2)
+    assert machine["pair"] == ("password=<redacted>", 1) and machine["path"] == Path("/tmp/x")
+    human = clean(doc, scrubber, human=True)
+    assert human["rows"][0].message == "got <redacted secret value>"
+    assert redact("password=x s3cr3t-value", scrubber) == "password=<redacted> <redacted secret value>"

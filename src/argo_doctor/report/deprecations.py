@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from argo_doctor.deprecations import Use, Version
 from argo_doctor.model import Problem
 from argo_doctor.report.columns import columns
+from argo_doctor.report.json import encode
+from argo_doctor.sources.redact import clean
 
 ORDER = {"removed": 0, "deprecated": 1}
 
 
 def render(uses: list[Use], problems: list[Problem], target: Version | None, output: str) -> str:
-    """The uses, removed ones first."""
+    """The uses, removed ones first; every text redacted, and without control characters but in JSON."""
+    uses, problems = clean((uses, problems), human=output != "json")
     uses = sorted(uses, key=lambda u: (ORDER.get(u.status, 2), u.location))
     version = f"{target[0]}.{target[1]}" if target else None
     if output == "json":
@@ -29,7 +30,7 @@ def render(uses: list[Use], problems: list[Problem], target: Version | None, out
             ],
             "errors": [{"location": p.location, "message": p.message} for p in problems],
         }
-        return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
+        return encode(doc)
     if output == "markdown":
         lines = [f"# Deprecated APIs (target {version or 'any'})", "", "| status | API | where | how | fix |",
                  "|---|---|---|---|---|"]

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from argo_doctor.helm import ChartReport
+from argo_doctor.sources.redact import clean
 
 
 def report_json(report: ChartReport) -> dict[str, Any]:
-    """The chart report as JSON."""
+    """The chart report as JSON, every string redacted."""
+    report = clean(report)
     return {
         "chart": {"name": report.name, "version": report.version, "path": str(report.path)},
         "uses": [
@@ -31,7 +33,9 @@ def report_json(report: ChartReport) -> dict[str, Any]:
 
 
 def report_text(report: ChartReport) -> str:
-    """The chart report as text: one block per call, then the render comparison and problems."""
+    """The chart report as text: one block per call, then the render comparison and problems; every text
+    redacted and without control characters."""
+    report = clean(report, human=True)
     head = f"chart {report.name} {report.version or ''} ({report.path})".rstrip()
     if not report.uses:
         lines = [head, "no template function that changes on every render"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import IO, Any
 
 import msgspec
@@ -9,9 +10,23 @@ import msgspec
 from argo_doctor import __version__
 from argo_doctor.engine import ScanResult
 from argo_doctor.model import Evidence, Finding, Problem, Ref, TimelineEntry
+from argo_doctor.sources.redact import SecretScrubber, clean
 from argo_doctor.timeutil import format_time
 
 SCHEMA_VERSION = 1
+_UNESCAPED_CONTROL = re.compile(r"[\x7f-\x9f]")
+
+
+def dumps(doc: Any) -> str:
+    """A JSON document pretty-printed, with DEL and the C1 controls escaped as well (JSON requires it of
+    the C0 ones only, and a terminal would act on a raw CSI)."""
+    text = msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
+    return _UNESCAPED_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def encode(doc: Any, scrubber: SecretScrubber | None = None) -> str:
+    """`dumps` of the document with every string redacted first (escaping must not hide a match)."""
+    return dumps(clean(doc, scrubber))
 
 
 def ref_json(ref: Ref) -> dict[str, str]:
@@ -76,10 +91,10 @@ def problem_json(problem: Problem) -> dict[str, str]:
 
 
 def document(result: ScanResult) -> dict[str, Any]:
-    """The whole JSON document."""
+    """The whole JSON document, every string redacted (before encoding, so that escaping hides nothing)."""
     snap = result.snapshot
     cluster = snap.meta.get("cluster")
-    return {
+    doc = {
         "schemaVersion": SCHEMA_VERSION,
         "tool": {"name": "argo-doctor", "version": __version__},
         "source": {
@@ -95,9 +110,10 @@ def document(result: ScanResult) -> dict[str, Any]:
         "timeline": [timeline_json(t) for t in result.timeline],
         "errors": [problem_json(p) for p in result.problems],
     }
+    return clean(doc, snap.scrubber)
 
 
 def render(result: ScanResult, out: IO[str]) -> None:
     """Write the JSON document, pretty-printed."""
-    out.write(msgspec.json.format(msgspec.json.encode(document(result)), indent=2).decode())
+    out.write(dumps(document(result)))
     out.write("\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import IO
 
 from argo_doctor.engine import ScanResult
+from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
 
 
@@ -13,8 +14,12 @@ def _cell(text: str) -> str:
 
 
 def render(result: ScanResult, out: IO[str]) -> None:
-    """Write the findings, the timeline and input errors as Markdown."""
-    out.write(f"# argo-doctor report\n\nSource: `{result.snapshot.source}` — {len(result.findings)} finding(s)\n\n")
+    """Write the findings, the timeline and input errors as Markdown; every text redacted and without
+    control characters."""
+    scrubber = result.snapshot.scrubber
+    source = clean(result.snapshot.source, scrubber, human=True)
+    result = clean(result, scrubber, human=True)
+    out.write(f"# argo-doctor report\n\nSource: `{source}` — {len(result.findings)} finding(s)\n\n")
     for finding in result.findings:
         out.write(f"## [{finding.severity.label.upper()}] {finding.title}\n\n")
         out.write(f"*Rule* `{finding.rule}` · *id* `{finding.id}`\n\n{finding.summary}\n\n")

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from argo_doctor.engine import ScanResult
 from argo_doctor.model import Finding, Severity
+from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
 
 STYLES = {
@@ -67,11 +68,14 @@ def _finding_panel(finding: Finding) -> Panel:
 
 
 def render(result: ScanResult, out: IO[str]) -> None:
-    """Write the findings, most severe first, then a summary line and input errors."""
+    """Write the findings, most severe first, then a summary line and input errors; every text redacted
+    and without control characters."""
     console = Console(file=out, width=140 if not out.isatty() else None, highlight=False, soft_wrap=False)
     snap = result.snapshot
+    source = clean(snap.source, snap.scrubber, human=True)
+    result = clean(result, snap.scrubber, human=True)
     console.print(
-        f"[bold]argo-doctor[/bold] scanned {escape(snap.source)}: {len(snap)} objects, "
+        f"[bold]argo-doctor[/bold] scanned {escape(source)}: {len(snap)} objects, "
         f"{len(snap.log_files)} log files, {len(snap.audit_files)} audit files"
     )
     for severity in sorted(Severity, reverse=True):
