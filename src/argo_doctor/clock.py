@@ -27,11 +27,9 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from argo_doctor.model import Problem
 from argo_doctor.snapshot import KEvent, Obj, Snapshot
-from argo_doctor.sources.objects import as_list, mapping
+from argo_doctor.sources.objects import as_list, load_yaml_file, mapping
 from argo_doctor.timeutil import format_time, parse_time
 
 SampleSource = Literal["lease", "node-status", "event", "probe"]
@@ -213,7 +211,7 @@ def probe_samples(snap: Snapshot) -> list[ClockSample]:
         if not path.is_file():
             continue
         display = "clock.yaml" if len(snap.roots) == 1 else f"{root.name}/clock.yaml"
-        doc = _read_clock_file(path, display, snap.problems)
+        doc = _read_clock_file(path, display, snap.problems, root)
         apiserver = _probe_offset(mapping(doc.get("apiserver")))
         if apiserver is None:
             snap.problems.append(Problem(display, "no usable apiserver probe: node probes cannot be related "
@@ -235,13 +233,8 @@ def probe_samples(snap: Snapshot) -> list[ClockSample]:
     return samples
 
 
-def _read_clock_file(path: Path, display: str, problems: list[Problem]) -> dict[str, Any]:
-    try:
-        doc = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=yaml.CSafeLoader)
-    except yaml.YAMLError as exc:
-        problems.append(Problem(display, f"invalid YAML: {exc}"))
-        return {}
-    return mapping(doc)
+def _read_clock_file(path: Path, display: str, problems: list[Problem], root: Path) -> dict[str, Any]:
+    return mapping(load_yaml_file(path, display, problems, root))
 
 
 def combine(node: str, samples: list[ClockSample], min_samples: int = MIN_SAMPLES) -> ClockEstimate:

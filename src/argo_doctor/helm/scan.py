@@ -9,8 +9,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from argo_doctor.helm.analysis import Act, Chart, Define, Entry, TemplateFile, split_scopes
 from argo_doctor.helm.conditions import Setting, settings_text, ways_to_make
 from argo_doctor.helm.expr import ParseError, parse_action
@@ -18,6 +16,8 @@ from argo_doctor.helm.functions import nondeterministic_functions
 from argo_doctor.helm.layout import resource_of
 from argo_doctor.helm.lexer import lex
 from argo_doctor.helm.model import ChartReport, NondeterministicUse, Switch
+from argo_doctor.model import Problem
+from argo_doctor.sources.objects import load_yaml_file
 
 HELM_TIMEOUT = 60.0
 
@@ -43,15 +43,12 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read_yaml(path: Path, label: str, problems: list[tuple[str, str]]) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append((label, f"unreadable: {exc}"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{label}:{mark.line + 1}" if mark is not None else label
-        problems.append((where, f"invalid YAML: {getattr(exc, 'problem', None) or exc}"))
-    return None
+    """The document of a values file or Chart.yaml, read as a regular file with the guards of object files
+    (size, binary content, nesting, aliases); None when empty or unusable."""
+    found: list[Problem] = []
+    data = load_yaml_file(path, label, found)
+    problems.extend((p.location, p.message) for p in found)
+    return data
 
 
 def _load_values(chart: Path, values_files: Sequence[Path], problems: list[tuple[str, str]]) -> dict[str, Any]:

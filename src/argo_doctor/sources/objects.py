@@ -2,31 +2,95 @@
 
 Single documents, multi-document YAML, `kind: List` (and typed `*List`) and JSON are all
 accepted. A malformed document is reported with its file and line, and parsing resumes at
-the next document separator. YAML alias bombs are refused by measuring the expanded size of
-every document that uses anchors before anyone walks it.
+the next document separator.
+
+Hostile files cost no more than their size, and never the process:
+
+- a file over `MAX_OBJECT_FILE_BYTES` is refused from its size (fstat), never read; a NUL byte
+  in its first block marks it binary before the rest is read;
+- libyaml's composer recurses in C, and a few ten thousand levels of nesting crash the process.
+  A bound computed from bytes alone (`_may_nest_deeper`) proves nearly every file shallow; the
+  others are composed by an iterative composer that refuses a document nested more than
+  `MAX_YAML_DEPTH` levels deep, and the other documents of the file still load;
+- a document with a line over `MAX_YAML_LINE_BYTES` is skipped before anything parses it;
+- aliases are expanded in the mind before anyone walks a document that uses anchors: past
+  `MAX_EXPANDED_NODES` nodes or `MAX_EXPANDED_BYTES` of scalars it is an alias bomb.
+
+`load_yaml_file` reads the single-document YAML settings files (bundle.yaml, clock.yaml, a
+chart's values.yaml and Chart.yaml) with the same guards.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import yaml
+from yaml.composer import ComposerError
+from yaml.events import (
+    AliasEvent,
+    MappingStartEvent,
+    NodeEvent,
+    ScalarEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+)
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from argo_doctor.model import Problem
+from argo_doctor.sources.files import UnsafeInput, open_input, read_input
 from argo_doctor.sources.redact import redact_object, secret_values
+
+MAX_OBJECT_FILE_BYTES = 1 << 30
+"""An object file larger than this (1 GiB) is refused unread. `kubectl get pods -A -o json` on 50,000
+pods writes about 600 MB (some 12 KB a pod): the largest file a real cluster produces fits."""
+
+MAX_SETTINGS_FILE_BYTES = 64 << 20
+"""bundle.yaml, clock.yaml and a chart's values.yaml or Chart.yaml larger than this (64 MiB) are refused unread."""
+
+MAX_YAML_DEPTH = 256
+"""A YAML document nested more than this many collections deep is refused (Kubernetes objects stay
+below 64, CRD schemas included)."""
+
+MAX_YAML_LINE_BYTES = 16 << 20
+"""A YAML document with a line longer than this (16 MiB, ten times the largest object etcd stores) is
+skipped unparsed: a scalar that long is no Kubernetes object, and parsing it costs several times its size."""
 
 MAX_EXPANDED_NODES = 1_000_000
 """A document whose aliases expand past this many nodes is refused as an alias bomb."""
 
+MAX_EXPANDED_BYTES = 64 << 20
+"""A document whose aliases expand past this many bytes of scalars (64 MiB, some 40 objects of the largest
+size etcd stores; kubectl never writes anchors) is refused as an alias bomb."""
+
+HEAD_BYTES = 8192
+"""The first block of a file, checked for NUL bytes before the rest is read."""
+
 OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
-_DOC_SEPARATOR = re.compile(r"^---", re.M)
-_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s\]},]", re.M)
+_DOC_SEPARATOR = re.compile(rb"^---", re.M)
+_ANCHOR = re.compile(rb"&(?<![^\s\[{,]&)[^\s\]},]")  # `&` first, so that re looks for it at memchr speed
 _JSON_BYTE = re.compile(r"byte (\d+)")
+_NOT_SPACE = re.compile(rb"\S")
+
+_PREFIX_LIMIT = 64
+"""`_may_nest_deeper` proves block nesting shallow when no line starts with this many indentation and
+indicator characters."""
+_PREFIX_CHUNK = 16 << 20
+_PREFIXES = bytes(
+    0x20 if c in b" \t?:-\xef\xbb\xbf" else 0x0A if c in b"\n\r\x85\xa8\xa9" else 0x78 for c in range(256)
+)
+"""Maps the bytes a line prefix may hold (spaces, tabs, the `- ? :` indicators, a BOM, which libyaml skips) to a
+space, the bytes that end a line (the last byte of NEL, LS and PS too) to a newline, and the others to `x`."""
+_LONG_PREFIX = b"\n" + b" " * _PREFIX_LIMIT
+_EMPTY_SEQUENCE = re.compile(rb"\[\]")  # re finds a literal faster than bytes.count does
+_EMPTY_MAPPING = re.compile(rb"\{\}")
+_DOCUMENT_START = re.compile(rb"\n---(?=[ \t\r\n]|\Z)")
 
 
 TRACKING_ANNOTATION = "argocd.argoproj.io/tracking-id"
@@ -106,16 +170,19 @@ def load_object_file(job: tuple[Path, str]) -> FileLoad:
     problems: list[Problem] = []
     secrets: list[str] = []
     objects = []
-    for raw in read_object_file(path, display, problems):
-        try:
-            values = secret_values(raw.data)
-            data = redact_object(raw.data)
-            objects.append(LoadedObject(raw.location, object_head(data), _ENCODER.encode(data)))
-        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            problems.append(Problem(raw.location, f"cannot index this object ({reason}); skipped"))
-            continue
-        secrets.extend(values)
+    try:
+        for raw in read_object_file(path, display, problems):
+            try:
+                values = secret_values(raw.data)
+                data = redact_object(raw.data)
+                objects.append(LoadedObject(raw.location, object_head(data), _ENCODER.encode(data)))
+            except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+                reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                problems.append(Problem(raw.location, f"cannot index this object ({reason}); skipped"))
+                continue
+            secrets.extend(values)
+    except MemoryError:
+        return FileLoad([], [Problem(display, "not enough memory to read this file; skipped")], [])
     return FileLoad(objects, problems, secrets)
 
 
@@ -131,59 +198,282 @@ class RawObject:
 
 
 class AliasBomb(ValueError):
-    """A YAML document whose aliases expand beyond the limit, or refer to themselves."""
+    """A YAML document whose aliases expand beyond the limits, or refer to themselves."""
 
 
-def expanded_size(root: Any, limit: int = MAX_EXPANDED_NODES) -> int:
-    """Count the nodes of `root` as if every shared reference were copied; stop past `limit`."""
-    memo: dict[int, int] = {}
+def expanded_size(root: Any) -> tuple[int, int]:
+    """(nodes, bytes of scalars) of `root` as if every shared reference were copied; AliasBomb past
+    MAX_EXPANDED_NODES or MAX_EXPANDED_BYTES."""
+    max_nodes, max_bytes = MAX_EXPANDED_NODES, MAX_EXPANDED_BYTES
+    memo: dict[int, tuple[int, int]] = {}
     active: set[int] = set()
 
-    def size(node: Any) -> int:
+    def size(node: Any) -> tuple[int, int]:
         if not isinstance(node, dict | list):
-            return 1
+            return 1, len(node) if isinstance(node, str | bytes) else 1
         key = id(node)
         if key in memo:
             return memo[key]
         if key in active:
             raise AliasBomb("a YAML alias refers to the node that contains it")
         active.add(key)
-        children = node.values() if isinstance(node, dict) else node
-        total = 1
-        for child in children:
-            total += size(child)
-            if total > limit:
-                raise AliasBomb(f"YAML aliases expand to more than {limit:,} nodes (alias bomb)")
+        nodes, length = 1, 0
+        pairs = node.items() if isinstance(node, dict) else ((None, child) for child in node)
+        for name, child in pairs:
+            child_nodes, child_length = size(child)
+            nodes += child_nodes
+            length += child_length + (len(name) if isinstance(name, str) else 0)
+            if nodes > max_nodes:
+                raise AliasBomb(f"YAML aliases expand to more than {max_nodes:,} nodes (alias bomb)")
+            if length > max_bytes:
+                raise AliasBomb(f"YAML aliases expand to more than {max_bytes:,} bytes (alias bomb)")
         active.discard(key)
-        memo[key] = total
-        return total
+        memo[key] = nodes, length
+        return nodes, length
 
     return size(root)
+
+
+class _TooDeep(Exception):
+    """A YAML document nested more than the limit: the 0-based line where it starts, and where it crossed it."""
+
+    def __init__(self, document_line: int, line: int) -> None:
+        super().__init__(document_line, line)
+        self.document_line = document_line
+        self.line = line
+
+
+@dataclass(slots=True)
+class _Open:
+    """A collection being composed, and for a mapping the key that waits for its value."""
+
+    node: SequenceNode | MappingNode
+    key: Node | None = None
+
+
+class _GuardedLoader(yaml.CSafeLoader):
+    """CSafeLoader with an iterative composer that refuses a document nested more than MAX_YAML_DEPTH
+    collections deep (libyaml's own composer recurses in C and crashes the process)."""
+
+    def check_node(self) -> bool:
+        """Whether another document follows."""
+        if self.check_event(StreamStartEvent):
+            self.get_event()
+        return not self.check_event(StreamEndEvent)
+
+    def get_node(self) -> Node | None:
+        """The root node of the next document."""
+        return None if self.check_event(StreamEndEvent) else self._compose_document()
+
+    def get_single_node(self) -> Node | None:
+        """The root node of the only document (None for an empty stream); ComposerError if there are more."""
+        self.get_event()
+        document = None if self.check_event(StreamEndEvent) else self._compose_document()
+        if not self.check_event(StreamEndEvent):
+            event = self.get_event()
+            first: Any = document.start_mark if document is not None else None
+            second: Any = event.start_mark if event is not None else None
+            raise ComposerError("expected a single document in the stream", first, "but found another document",
+                                second)
+        self.get_event()
+        return document
+
+    def _compose_document(self) -> Node:
+        self.get_event()  # DOCUMENT-START
+        anchors: dict[str, Node] = {}
+        stack: list[_Open] = []
+        resolve = cast(Callable[..., str], self.resolve)
+        first = -1
+        while True:
+            event = self.get_event()
+            mark: Any = event.start_mark if event is not None else None
+            if first < 0:
+                first = mark.line if mark is not None else 0
+            node: Node
+            if isinstance(event, AliasEvent):
+                if event.anchor not in anchors:
+                    raise ComposerError(None, None, "found undefined alias", mark)
+                node = anchors[event.anchor]
+            elif isinstance(event, NodeEvent):
+                if event.anchor is not None and event.anchor in anchors:
+                    raise ComposerError("found duplicate anchor; first occurrence", anchors[event.anchor].start_mark,
+                                        "second occurrence", mark)
+                if isinstance(event, ScalarEvent):
+                    tag = event.tag
+                    if tag in (None, "!"):
+                        tag = resolve(ScalarNode, event.value, event.implicit)
+                    end: Any = event.end_mark
+                    node = ScalarNode(tag, event.value, mark, end, style=event.style)
+                else:
+                    assert isinstance(event, SequenceStartEvent | MappingStartEvent)
+                    if len(stack) >= MAX_YAML_DEPTH:
+                        raise _TooDeep(first, mark.line if mark is not None else 0)
+                    kind = SequenceNode if isinstance(event, SequenceStartEvent) else MappingNode
+                    tag = event.tag if event.tag not in (None, "!") else resolve(kind, None, event.implicit)
+                    node = kind(tag, [], mark, None, flow_style=event.flow_style)
+                if event.anchor is not None:
+                    anchors[event.anchor] = node
+                if isinstance(node, SequenceNode | MappingNode):
+                    stack.append(_Open(node))
+                    continue
+            else:  # SEQUENCE-END or MAPPING-END
+                done = stack.pop()
+                done.node.end_mark = event.end_mark if event is not None else None
+                node = done.node
+            if not stack:
+                break
+            top = stack[-1]
+            if isinstance(top.node, SequenceNode):
+                top.node.value.append(node)
+            elif top.key is None:
+                top.key = node
+            else:
+                top.node.value.append((top.key, node))
+                top.key = None
+        self.get_event()  # DOCUMENT-END
+        return node
+
+
+def _may_nest_deeper(data: bytes) -> bool:
+    """Whether a document of this YAML could nest more than MAX_YAML_DEPTH collections deep, from bytes alone: False
+    proves it cannot, so that libyaml's recursive composer is safe on it.
+
+    A block collection starts after nothing but indentation and `- `, `? `, `: ` indicators on its line (libyaml
+    refuses one after a scalar or a tag on the same line), and each column holds at most two levels (a mapping,
+    and the sequence that is the value of one of its keys), so block nesting is below 2 × the longest such line
+    prefix. Every flow collection that holds something starts with a `[` or `{` not directly closed, and each
+    `[` may hold one implicit single-pair mapping. A document ends at a `---` line whatever it is in (a block
+    scalar, a quoted scalar: there libyaml stops with an error), so flow nesting is counted per document."""
+    if _long_prefix(data):
+        return True
+    budget = MAX_YAML_DEPTH - 2 * _PREFIX_LIMIT - 1
+    if 2 * data.count(b"[") + data.count(b"{") <= budget:
+        return False
+    start = 0
+    for match in _DOCUMENT_START.finditer(data):
+        if _flow_over(data, start, match.start(), budget):
+            return True
+        start = match.start()
+    return _flow_over(data, start, len(data), budget)
+
+
+def _long_prefix(data: bytes) -> bool:
+    """Whether a line starts with _PREFIX_LIMIT or more prefix bytes (looked for in translated chunks that overlap
+    by a prefix, so that only one chunk is copied at a time)."""
+    for start in range(0, len(data), _PREFIX_CHUNK):
+        chunk = data[start:start + _PREFIX_CHUNK + _PREFIX_LIMIT].translate(_PREFIXES)
+        if _LONG_PREFIX in chunk or (start == 0 and chunk.startswith(_LONG_PREFIX[1:])):
+            return True
+    return False
+
+
+def _flow_over(data: bytes, start: int, end: int, budget: int) -> bool:
+    """Whether the bound of flow nesting in data[start:end] exceeds `budget` (empty `[]` and `{}` are only
+    counted out when the raw count is over)."""
+    sequences, mappings = data.count(b"[", start, end), data.count(b"{", start, end)
+    if 2 * sequences + mappings <= budget:
+        return False
+    sequences -= len(_EMPTY_SEQUENCE.findall(data, start, end))
+    mappings -= len(_EMPTY_MAPPING.findall(data, start, end))
+    return 2 * sequences + mappings > budget
 
 
 def _line_of_offset(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, max(0, offset)) + 1
 
 
-def _decode(data: bytes, display: str, problems: list[Problem]) -> str:
+def _is_binary(data: bytes, display: str, problems: list[Problem]) -> bool:
+    """Whether `data` holds a NUL byte (reported with its line)."""
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        location = f"{display}:{_line_of_offset(data, nul)}"
+        problems.append(Problem(location, "binary data (NUL byte), not YAML or JSON; skipped"))
+    return nul >= 0
+
+
+def _read_guarded(
+    path: Path, display: str, problems: list[Problem], limit: int, root: Path | None = None
+) -> bytes | None:
+    """The content of a regular input file; None, with one problem, when it is larger than `limit` (known
+    from its size before reading), binary (a NUL byte in its first block stops the reading there) or unreadable."""
     try:
-        return data.decode("utf-8")
+        with open_input(path, root) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                problems.append(Problem(display, f"{size:,} bytes, over the limit of {limit:,} for one file; skipped"))
+                return None
+            data = handle.read(HEAD_BYTES)
+        if _is_binary(data, display, problems):
+            return None
+        if len(data) == HEAD_BYTES:
+            data = read_input(path, root, limit)
+    except OSError as exc:
+        reason = str(exc.strerror) if isinstance(exc, UnsafeInput) else f"cannot read: {exc.strerror or exc}"
+        problems.append(Problem(display, reason))
+        return None
+    return None if _is_binary(data, display, problems) else data
+
+
+def _utf8(data: bytes, display: str, problems: list[Problem]) -> bytes:
+    """`data`, its bytes that are not UTF-8 replaced with U+FFFD (and reported)."""
+    if data.isascii():
+        return data
+    try:
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = _line_of_offset(data, exc.start)
         problems.append(
             Problem(f"{display}:{line}", "not valid UTF-8; undecodable bytes were replaced with U+FFFD")
         )
-        return data.decode("utf-8", errors="replace")
+        return data.decode("utf-8", errors="replace").encode("utf-8")
+    return data
+
+
+def _long_line(data: bytes, limit: int) -> tuple[int, int] | None:
+    """(offset, length) of the first line longer than `limit` bytes. Such a line holds a whole window of
+    limit/2 bytes aligned on a grid of that step, so only windows without a line break are looked at."""
+    window = max(1, limit // 2)
+    pos = 0
+    while pos + window <= len(data):
+        if data.find(b"\n", pos, pos + window) >= 0:
+            pos += window
+            continue
+        start = data.rfind(b"\n", 0, pos) + 1
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        if end - start > limit:
+            return start, end - start
+        pos = end
+    return None
+
+
+def _drop_long_lines(data: bytes, display: str, problems: list[Problem]) -> bytes:
+    """`data` with every document that holds a line over MAX_YAML_LINE_BYTES blanked (its line breaks kept, so that
+    the lines of the others do not move), each reported."""
+    limit = MAX_YAML_LINE_BYTES
+    while (found := _long_line(data, limit)) is not None:
+        offset, length = found
+        begin = max((m.start() + 1 for m in _DOCUMENT_START.finditer(data, 0, offset)), default=0)
+        after = _DOCUMENT_START.search(data, offset)
+        end = after.start() + 1 if after is not None else len(data)
+        line = _line_of_offset(data, offset)
+        problems.append(Problem(f"{display}:{line}", f"a line of {length:,} bytes, over the limit of {limit:,} "
+                                                     "for one YAML line; document skipped"))
+        data = data[:begin] + b"\n" * data.count(b"\n", begin, end) + data[end:]
+    return data
 
 
 def _yaml_documents(
-    text: str, display: str, problems: list[Problem]
+    data: bytes, display: str, problems: list[Problem]
 ) -> Iterator[tuple[int, Any, list[int]]]:
     """Yield (line, document, line of each `items` entry) for every document; on a syntax error,
-    report it and resume at the next `---` at or after the line of the error."""
+    report it and resume at the next `---` at or after the line of the error. A document nested too
+    deeply is reported, and reading resumes at the next `---` after the line where it crossed the limit
+    (libyaml's scanner costs depth × tokens: the rest of the document is never scanned)."""
+    guarded = _may_nest_deeper(data)
     base_line = 0
     while True:
-        loader = yaml.CSafeLoader(text)
+        loader = _GuardedLoader(data) if guarded else yaml.CSafeLoader(data)
         local = 0
         try:
             while loader.check_node():
@@ -198,18 +488,23 @@ def _yaml_documents(
             local = mark.line if mark is not None else local
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             problems.append(Problem(f"{display}:{base_line + local + 1}", f"invalid YAML: {problem}"))
-        except RecursionError:
+        except _TooDeep as exc:
+            local = exc.line + 1
+            problems.append(Problem(f"{display}:{base_line + exc.document_line + 1}",
+                                    f"YAML nested more than {MAX_YAML_DEPTH} levels deep (line "
+                                    f"{base_line + exc.line + 1}); document skipped"))
+        except RecursionError:  # merge keys (`<<`) chained through aliases
             problems.append(Problem(f"{display}:{base_line + local + 1}", "YAML nested too deeply to read"))
         finally:
             loader.dispose()
-        start = _offset_of_line(text, local)
-        match = _DOC_SEPARATOR.search(text, start)
+        start = _offset_of_line(data, local)
+        match = _DOC_SEPARATOR.search(data, start)
         if match is not None and match.start() == 0:  # the error is on a separator we started at
-            match = _DOC_SEPARATOR.search(text, 1)
+            match = _DOC_SEPARATOR.search(data, 1)
         if match is None:
             return
-        base_line += text.count("\n", 0, match.start())
-        text = text[match.start():]
+        base_line += data.count(b"\n", 0, match.start())
+        data = data[match.start():]
 
 
 def _item_lines(node: yaml.Node, base_line: int) -> list[int]:
@@ -222,13 +517,13 @@ def _item_lines(node: yaml.Node, base_line: int) -> list[int]:
     return []
 
 
-def _offset_of_line(text: str, line: int) -> int:
-    """Offset of the start of 0-based `line` in `text` (len(text) if past the end)."""
+def _offset_of_line(data: bytes, line: int) -> int:
+    """Offset of the start of 0-based `line` in `data` (len(data) if past the end)."""
     pos = 0
     for _ in range(line):
-        nxt = text.find("\n", pos)
+        nxt = data.find(b"\n", pos)
         if nxt < 0:
-            return len(text)
+            return len(data)
         pos = nxt + 1
     return pos
 
@@ -265,23 +560,19 @@ def _flatten(
 
 def read_object_file(path: Path, display: str, problems: list[Problem]) -> Iterator[RawObject]:
     """Yield every Kubernetes object in one YAML or JSON file; problems go to `problems`."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        problems.append(Problem(display, f"cannot read: {exc.strerror or exc}"))
+    data = _read_guarded(path, display, problems, MAX_OBJECT_FILE_BYTES)
+    if data is None:
         return
-    if not data.strip():
+    first = _NOT_SPACE.search(data)
+    if first is None:
         problems.append(Problem(f"{display}:1", "empty file: no objects"))
         return
-    if b"\x00" in data:
-        line = _line_of_offset(data, data.index(b"\x00"))
-        problems.append(Problem(f"{display}:{line}", "binary data (NUL byte) in an object file; skipped"))
-        return
-    if data.lstrip()[:1] in (b"{", b"["):  # JSON, whatever the suffix (YAML flow style falls back)
+    if data[first.start()] in b"{[":  # JSON, whatever the suffix (YAML flow style falls back)
         yaml_suffix = path.suffix.lower() in (".yaml", ".yml")
         json_problems: list[Problem] = []
         objects = list(_read_json(data, display, json_problems))
         if not (yaml_suffix and json_problems and not objects):
+            del data
             problems.extend(json_problems)
             yield from objects
             return
@@ -307,10 +598,10 @@ def _read_json(data: bytes, display: str, problems: list[Problem]) -> Iterator[R
 
 
 def _read_yaml(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
-    text = _decode(data, display, problems)
-    anchors = "&" in text and "*" in text and _ANCHOR.search(text) is not None
+    data = _drop_long_lines(_utf8(data, display, problems), display, problems)
+    anchors = b"&" in data and b"*" in data and _ANCHOR.search(data) is not None
     found = False
-    for line, doc, item_lines in _yaml_documents(text, display, problems):
+    for line, doc, item_lines in _yaml_documents(data, display, problems):
         if anchors:
             try:
                 expanded_size(doc)
@@ -323,3 +614,40 @@ def _read_yaml(data: bytes, display: str, problems: list[Problem]) -> Iterator[R
             yield obj
     if not found and not any(p.location.startswith(display) for p in problems):
         problems.append(Problem(f"{display}:1", "no Kubernetes objects in this file"))
+
+
+def load_yaml_file(
+    path: Path, display: str, problems: list[Problem], root: Path | None = None, limit: int = MAX_SETTINGS_FILE_BYTES
+) -> Any:
+    """The one YAML document of a settings file (bundle.yaml, clock.yaml, a chart's values.yaml or Chart.yaml),
+    read as a regular file inside `root` with the guards of object files: size, binary content, line length,
+    nesting depth and alias expansion. None when the file is empty, or cannot be used: then `problems` says why
+    (`display:line`)."""
+    data = _read_guarded(path, display, problems, limit, root)
+    if data is None:
+        return None
+    data = _utf8(data, display, problems)
+    if (long_line := _long_line(data, MAX_YAML_LINE_BYTES)) is not None:
+        problems.append(Problem(f"{display}:{_line_of_offset(data, long_line[0])}",
+                                f"a line of {long_line[1]:,} bytes, over the limit of {MAX_YAML_LINE_BYTES:,} "
+                                "for one YAML line; skipped"))
+        return None
+    loader = _GuardedLoader(data)
+    try:
+        node = loader.get_single_node()
+        doc = loader.construct_document(node) if node is not None else None
+        if _ANCHOR.search(data):
+            expanded_size(doc)
+        return doc
+    except _TooDeep as exc:
+        problems.append(Problem(f"{display}:{exc.line + 1}", f"YAML nested more than {MAX_YAML_DEPTH} levels deep; "
+                                                              "skipped"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        problems.append(Problem(f"{display}:{mark.line + 1 if mark is not None else 1}", f"invalid YAML: {problem}"))
+    except (AliasBomb, RecursionError) as exc:
+        problems.append(Problem(display, f"refused: {exc if isinstance(exc, AliasBomb) else 'nested too deeply'}"))
+    finally:
+        loader.dispose()
+    return None
