@@ -1,10 +1,10 @@
 """The Snapshot: the one thing analyzers see. Indexed objects, ownership, Argo CD settings,
-components, events, and lazily streamed logs and audit records. Times are aware UTC."""
+components, events, and lazily streamed logs, audit records and metrics. Times are aware UTC."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -16,7 +16,9 @@ import msgspec
 from argo_doctor.knowledge import component_rules
 from argo_doctor.model import Problem, Ref
 from argo_doctor.sources.audit import AuditEvent, AuditFile, read_audit_file
+from argo_doctor.sources.files import open_input
 from argo_doctor.sources.logs import LogFile, LogRecord, parse_line
+from argo_doctor.sources.metrics import MetricsFile, Sample, read_metrics_file
 from argo_doctor.sources.objects import (
     LoadedObject,
     ObjectHead,
@@ -176,6 +178,7 @@ class Snapshot:
         self.problems: list[Problem] = []
         self.log_files: list[LogFile] = []
         self.audit_files: list[AuditFile] = []
+        self.metrics_files: list[MetricsFile] = []
         self.roots: list[Path] = []
         self.formats: list[str] = []
         self.scrubber = SecretScrubber()
@@ -191,6 +194,10 @@ class Snapshot:
     def add_loaded(self, loaded: LoadedObject) -> None:
         """Index one object loaded (and redacted) by `sources.objects.load_object_file`."""
         self._index(Obj(loaded.head, loaded.location, body=loaded.body))
+
+    def add_metrics_file(self, path: Path, display: str, root: Path | None = None) -> None:
+        """Register a Prometheus text file (`metrics/*.prom`) of the input inside `root`; `metrics()` reads it."""
+        self.metrics_files.append(MetricsFile(path, display, root))
 
     def _index(self, obj: Obj) -> None:
         key = obj.key
@@ -436,6 +443,12 @@ class Snapshot:
         for audit_file in self.audit_files:
             yield from read_audit_file(audit_file, self.problems)
 
+    def metrics(self, names: Collection[str] | None = None) -> Iterator[Sample]:
+        """Stream the samples of every metrics file (only of the metrics in `names` when given); problems go
+        to `problems`."""
+        for metrics_file in self.metrics_files:
+            yield from read_metrics_file(metrics_file, self.problems, names)
+
     def log_files_of(self, namespace: str, pod: str) -> list[LogFile]:
         """The log files of one pod (every container, current and previous)."""
         return [f for f in self.log_files if f.namespace == namespace and f.pod == pod]
@@ -443,7 +456,7 @@ class Snapshot:
     def log_tail(self, log_file: LogFile, lines: int = 5) -> list[LogRecord]:
         """The last non-empty lines of a log, parsed (reads only the end of the file)."""
         try:
-            with log_file.path.open("rb") as handle:
+            with open_input(log_file.path) as handle:
                 end = log_file.end if log_file.end is not None else handle.seek(0, 2)
                 begin = max(log_file.start, end - TAIL_BYTES)
                 handle.seek(log_file.start)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from argo_doctor.analyzers import deprecated_api_caller
 from argo_doctor.analyzers.deprecated_api_caller import in_ranges, parse_user_agent, semver_key
 from argo_doctor.cli import main
 from argo_doctor.engine import run_scan, select_analyzers
@@ -132,3 +134,39 @@ def test_deprecations_command_on_the_example() -> None:
     assert ("Ingress", "manifest") in where and ("Ingress", "written by manager argocd-application-controller") in where
     assert any(u["how"] == "template, chosen by a .Capabilities conditional" for u in uses)
     assert all(u["replacement"] for u in uses if u["kind"] in ("Ingress", "CronJob", "CustomResourceDefinition"))
+
+
+def test_metrics_values_that_are_not_numbers_change_nothing_else(tmp_path: Path) -> None:
+    """`e` and `1e999` in the example's metrics: each reported once, with its line; the findings stay."""
+    example = EXAMPLES / "incidents" / "deprecated-callers"
+    copy = tmp_path / "deprecated-callers"
+    shutil.copytree(example, copy)
+    prom = copy / "metrics" / "apiserver.prom"
+    lines = prom.read_text().splitlines()
+    numbers = {n for n, line in enumerate(lines, 1) if line.startswith("apiserver_request_total{")}
+    first, second = sorted(numbers)[:2]
+    lines[first - 1] = lines[first - 1].rsplit(" ", 1)[0] + " e"
+    lines[second - 1] = lines[second - 1].rsplit(" ", 1)[0] + " 1e999"
+    prom.write_text("\n".join(lines) + "\n")
+    before, after = scan_json(example), scan_json(copy)
+    assert [(f["rule"], f["title"]) for f in after["findings"]] == [(f["rule"], f["title"]) for f in before["findings"]]
+    errors = {e["location"]: e["message"] for e in after["errors"]}
+    assert errors[f"metrics/apiserver.prom:{first}"] == "not a Prometheus sample ('e' is not a number); skipped"
+    assert errors[f"metrics/apiserver.prom:{second}"] == ("value 1e999 is beyond the range of a float; read as "
+                                                          "+Inf")
+
+
+def test_callers_past_the_limit_are_counted_and_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deprecated_api_caller, "MAX_GROUPS", 2)
+    monkeypatch.setattr(deprecated_api_caller, "MAX_TIMES", 3)
+    controller = "argocd-application-controller/v2.0.5+4c94d88 (linux/amd64) kubernetes/$Format"
+    records = [crd_get(controller, f"2021-08-02T09:14:0{n}Z") for n in range(4, 9)]
+    ingresses = {"resource": "ingresses", "apiGroup": "extensions", "apiVersion": "v1beta1"}
+    records += [audit("list", "/apis/extensions/v1beta1/ingresses", ingresses, f"tool-{n}/1.0", "2021-08-02T09:20:00Z")
+                for n in range(3)]
+    tool, crd = findings(make_bundle(tmp_path / "b", records))  # medium, then low
+    assert "3 requests for customresourcedefinitions/sealedsecrets.bitnami.com fell in the 1 sync" in crd.summary
+    assert "The times of 2 more named requests were not kept" in crd.summary
+    assert "tool-0 1.0 calls" in tool.title
+    for finding in (crd, tool):
+        assert "2 more deprecated requests by callers past the first 2 argo-doctor follows" in finding.summary

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import random
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +19,7 @@ from argo_doctor.sources.logs import (
     LogRecord,
     LogSignature,
     ScanStats,
+    logfmt_fields,
     parse_line,
     scan_logs,
 )
@@ -155,3 +160,83 @@ def test_parallel_pieces_give_the_same_lines_as_one_pass(tmp_path: Path, monkeyp
 def test_impossible_dates_give_no_time_instead_of_an_error() -> None:
     assert parse_line("E0230 10:00:00.000000 1 x.go:1] boom", FILE, 1, REF).time is None
     assert parse_line('time="0001-01-01T00:00:00+01:00" level=info msg="x"', FILE, 1, REF).time is None
+
+
+def test_logfmt_fields_as_a_plain_key_value_regex_reads_them() -> None:
+    """The linear scanner gives what `findall` of the obvious regex gives, on lines built from the
+    characters that matter (keys, `=`, quotes, escapes, blanks, non-ASCII word characters)."""
+    reference = re.compile(r'([A-Za-z_][\w.\-/]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
+
+    def expected(line: str) -> dict[str, str]:
+        return {key: logs._unquote(value) for key, value in reference.findall(line)}
+
+    rng = random.Random(8)
+    alphabet = 'ab_9.-/="\\ \tкé√x\n'
+    for _ in range(20_000):
+        line = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert logfmt_fields(line) == expected(line), line
+    line = ('time="2026-11-20T15:02:55Z" level=info msg="manifest cache miss: a \\"b\\"" dir="/tmp/x y" '
+            '9x=no k=v=w empty= q="open')
+    assert logfmt_fields(line) == expected(line) == {
+        "time": "2026-11-20T15:02:55Z", "level": "info", "msg": 'manifest cache miss: a "b"', "dir": "/tmp/x y",
+        "x": "no", "k": "v=w", "empty": "", "q": ""}
+
+
+HOSTILE_LINES = {
+    "one token": "a" * (1 << 20),
+    "logfmt, one token": "level=error msg=failed " + "a" * (1 << 20),
+    "logfmt, an open quote": 'level=error msg="' + "a" * (1 << 20),
+    "logfmt, open quotes": "level=" + 'k="' * (1 << 18),
+    "logfmt, escapes": "level=" + 'k="\\' * (1 << 18),
+    "logfmt, digits then =": "time=" + "9" * (1 << 20) + "=",
+    "logfmt, fields": "level=" + "a=b " * (1 << 18),
+    "klog, no bracket": "I1120 10:00:00.000001 1 " + "a" * (1 << 20),
+    "klog, blanks": "I1120 10:00:00.1 " + " " * (1 << 20),
+    "digits": "1" * (1 << 20),
+    "dates": "2026-11-20T" * (1 << 16),
+    "json": "{" + '"a":' * (1 << 18),
+}
+
+
+def test_one_mib_lines_of_hostile_shapes_parse_in_linear_time() -> None:
+    """Each shape at 1 MiB, then every signature regex on 1 MiB of its needle repeated: well under a
+    second each in linear time, hours if anything is quadratic. A child process with a generous timeout is the
+    safety net; nothing here measures time."""
+    code = (
+        "import sys\n"
+        "from datetime import UTC, datetime\n"
+        "from pathlib import Path\n"
+        "from argo_doctor import knowledge\n"
+        "from argo_doctor.sources.logs import LogFile, parse_line\n"
+        "from tests.sources.test_logs import HOSTILE_LINES\n"
+        "signatures = [s for s in knowledge.log_signatures().values() if s.pattern is not None]\n"
+        "for name, line in HOSTILE_LINES.items():\n"
+        "    record = parse_line(line, LogFile(Path('x.log'), 'x.log', 'ns', 'p', 'c'), 1, datetime.now(UTC))\n"
+        "    print(name, len(record.fields))\n"
+        "for sig in signatures:  # the needle again and again, each time without the rest of the pattern\n"
+        "    unit = sig.needle.decode() + 'a' * 40\n"
+        "    for line in (unit * ((1 << 20) // len(unit)), sig.needle.decode() * ((1 << 20) // len(sig.needle))):\n"
+        "        sig.pattern.search(line)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert [line.rsplit(" ", 1)[0] for line in done.stdout.splitlines()] == list(HOSTILE_LINES)
+
+
+def test_a_fifo_in_place_of_a_log_is_refused_without_blocking(tmp_path: Path) -> None:
+    """In a child process with a timeout, so that a blocking open fails the test instead of hanging it."""
+    fifo = tmp_path / "repo-server.log"
+    os.mkfifo(fifo)
+    code = (
+        "import re, sys; from datetime import UTC, datetime; from pathlib import Path\n"
+        "from argo_doctor.sources.logs import LogFile, LogSignature, ScanStats, scan_logs\n"
+        "problems = []\n"
+        "sig = LogSignature('miss', b'manifest cache miss')\n"
+        "lf = LogFile(Path(sys.argv[1]), 'repo-server.log', 'argocd', 'p', 'c')\n"
+        "scan_logs([(lf, [sig])], lambda *a: None, problems, datetime.now(UTC), ScanStats(), workers=1)\n"
+        "print(*(f'{p.location}: {p.message}' for p in problems), sep='\\n')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["repo-server.log: cannot read: not a regular file (a FIFO); skipped"]

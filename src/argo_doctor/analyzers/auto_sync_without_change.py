@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
-from typing import Any
+from typing import Any, NamedTuple
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
@@ -29,8 +29,22 @@ from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
 from argo_doctor.webhooks import CONFIG_KINDS, failed_webhook_name
 
 MAX_LINES = 20_000
+MAX_TEXT = 4096
+"""A kept log line keeps this much of its message (the cache key is at its start) and only the field the
+rule reads."""
+MAX_EXCERPT = 512
+"""A kept audit write keeps this much of its excerpt (about 200 characters as the API server writes it)."""
 BURST_GAP = 600.0
 """Seconds between two controller writes that make them two syncs."""
+MAX_BURSTS = 32
+"""Bursts of controller writes kept per object: the latest (an object synced once a day: a month)."""
+MAX_KEPT_BURSTS = 50_000
+"""Bursts kept over all objects, under 1 KiB each; an object first written once this many are kept is not
+followed (its writes are counted)."""
+BURST_HEAD = 3
+"""Writes kept at the start of each burst, to cut it exactly at the last deploy when that falls inside it."""
+MAX_NAME = 253
+"""A Kubernetes object name is at most this long; writes to longer names are not kept."""
 BEFORE = timedelta(minutes=10)
 AFTER = timedelta(minutes=5)
 DEFAULT_CACHE_EXPIRATION = 24 * 3600.0
@@ -56,14 +70,98 @@ class _Instance:
     failures: list[str] = field(default_factory=list)
 
 
-_CACHE_KEY = re.compile(r"RepoURL:(?P<repo>[^,]*),Path:(?P<path>[^,]*),")
+class _Write(NamedTuple):
+    """One write of the application controller, as the finding shows it."""
+
+    time: datetime
+    location: str
+    excerpt: str
+
+
+@dataclass(slots=True)
+class _Burst:
+    """Controller writes to one object, each within BURST_GAP of the one before."""
+
+    head: list[_Write]
+    """The first BURST_HEAD writes, oldest first."""
+    last: _Write
+    count: int
+
+
+@dataclass(slots=True)
+class _Object:
+    """The kept bursts of one object, oldest first, and what fell out of them."""
+
+    bursts: list[_Burst] = field(default_factory=list)
+    dropped_until: datetime | None = None
+    """The last write of the bursts dropped (the oldest go first)."""
+
+
+class _Writes:
+    """The application controller's writes by object, as bursts: bounded memory whatever the audit log
+    holds (MAX_BURSTS per object, MAX_KEPT_BURSTS in all, BURST_HEAD writes and the last per burst),
+    whatever the order of the records."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], _Object] = {}
+        self.kept = 0
+        self.dropped = 0
+        """Writes not kept: in bursts that fell out, or to objects not followed."""
+        self.unfollowed = False
+        """Some object was not followed (MAX_KEPT_BURSTS reached before its first write)."""
+
+    def add(self, key: tuple[str, str, str], write: _Write) -> None:
+        """Add one write to its object's bursts, merging the bursts it joins."""
+        obj = self.objects.get(key)
+        if obj is None:
+            if self.kept >= MAX_KEPT_BURSTS:
+                self.dropped += 1
+                self.unfollowed = True
+                return
+            obj = self.objects[key] = _Object()
+        bursts = obj.bursts
+        if bursts and bursts[-1].last.excerpt == write.excerpt:
+            write = write._replace(excerpt=bursts[-1].last.excerpt)  # one string for an object's same writes
+        gap = timedelta(seconds=BURST_GAP)
+        at = len(bursts)
+        while at and bursts[at - 1].head[0].time - gap > write.time:
+            at -= 1
+        joined = [b for b in bursts[max(at - 2, 0):at] if b.last.time + gap >= write.time]
+        if not joined:
+            bursts.insert(at, _Burst([write], write, 1))
+            self.kept += 1
+        else:  # it joins the burst before it, or closes the gap between two
+            merged = joined[-1]
+            merged.head = sorted([*(w for b in joined for w in b.head), write])[:BURST_HEAD]
+            merged.last = max([*(b.last for b in joined), write], key=lambda w: w.time)
+            merged.count = sum(b.count for b in joined) + 1
+            if len(joined) == 2:
+                del bursts[at - 2]
+                self.kept -= 1
+        if len(bursts) > MAX_BURSTS or self.kept > MAX_KEPT_BURSTS:
+            oldest = bursts.pop(0)
+            self.kept -= 1
+            self.dropped += oldest.count
+            obj.dropped_until = max(obj.dropped_until or oldest.last.time, oldest.last.time)
+
+
+def _cache_key(message: str) -> str | None:
+    """`repo|path` of a repo-server cache key (`…RepoURL:<repo>,Path:<path>,…`) in a message: the first
+    comma-separated part holding `RepoURL:` that the part `Path:…` and another comma follow. A regex with
+    `[^,]*` would run to the next comma from each `RepoURL:`: quadratic on a line of them."""
+    parts = message.split(",")
+    for index in range(len(parts) - 2):
+        at = parts[index].find("RepoURL:")
+        if at >= 0 and parts[index + 1].startswith("Path:"):
+            return f"{parts[index][at + len('RepoURL:'):]}|{parts[index + 1][len('Path:'):].strip('/')}"
+    return None
 
 
 def _line_keys(sig: str, record: LogRecord, match: re.Match[str] | None) -> list[str]:
     """The keys a kept line is found by: repo|path, release, or application name."""
     if sig == "argocd.manifest-cache-miss":
-        found = _CACHE_KEY.search(record.message)
-        return [f"{found.group('repo')}|{found.group('path').strip('/')}"] if found else []
+        key = _cache_key(record.message)
+        return [key] if key is not None else []
     if sig == "argocd.helm-template":
         return [match.group("release")] if match is not None else []
     if sig == "argocd.operation-phase":
@@ -96,13 +194,20 @@ class AutoSyncWithoutChange(Analyzer):
         self._lines: dict[str, deque[tuple[LogRecord, re.Match[str] | None]]] = {
             sig: deque(maxlen=MAX_LINES) for sig in self.signatures
         }
-        self._writes: dict[tuple[str, str, str], list[AuditEvent]] = defaultdict(list)
+        self._writes = _Writes()
+        self._lost: set[tuple[str, str]] = set()
+        """Applications some of whose writes after the last deploy were not kept."""
         self._index: dict[tuple[str, str], list[tuple[LogRecord, re.Match[str] | None]]] | None = None
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
         """Keep the lines (bounded) for correlation with each Application's syncs."""
-        if record.time is not None:
-            self._lines[signature.id].append((record, match))
+        if record.time is None:
+            return
+        if len(record.message) > MAX_TEXT or len(record.fields) > 1:
+            application = record.fields.get("application")
+            record = replace(record, message=record.message[:MAX_TEXT],
+                             fields={"application": application} if application is not None else {})
+        self._lines[signature.id].append((record, match))
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per Application with automated syncs of an unchanged revision."""
@@ -164,28 +269,41 @@ class AutoSyncWithoutChange(Analyzer):
         return found
 
     def on_audit(self, event: AuditEvent) -> None:
-        """Keep the application controller's completed writes, by object."""
+        """Keep the application controller's completed writes, by object, as bursts (bounded)."""
         if (event.verb in ("patch", "update") and "argocd-application-controller" in event.username
-                and event.stage in ("", "ResponseComplete") and event.received is not None):
-            self._writes[(event.resource, event.namespace, event.name)].append(event)
+                and event.stage in ("", "ResponseComplete") and event.received is not None
+                and max(len(event.resource), len(event.namespace), len(event.name)) <= MAX_NAME):
+            excerpt = (f"{event.verb} {event.resource}/{event.name} by {event.username} ({event.user_agent}), "
+                       f"code {event.code}")[:MAX_EXCERPT]
+            self._writes.add((event.resource, event.namespace, event.name),
+                             _Write(event.received, event.location, excerpt))
 
     def _audit_bursts(self, ctx: Context, app: Obj, since: datetime) -> list[tuple[datetime, Evidence]]:
-        """The first write of each burst of writes by the application controller to the app's resources."""
+        """The first write after `since` of each burst of writes by the application controller to the app's
+        resources, its bursts merged over all of them."""
         targets = {(str(e.get("kind") or "").lower() + "s", str(e.get("namespace") or ""), str(e.get("name") or ""))
                    for e, _ in ctx.snap.app_resources(app)}
-        writes = self._writes
-        records = sorted((r for t in targets for r in writes.get(t, ()) if r.received and r.received > since),
-                         key=lambda r: r.received or since)
+        objects = self._writes.objects
+        lost = self._writes.unfollowed and any(t not in objects for t in targets)
+        spans: list[tuple[_Write, datetime]] = []
+        for target in targets & objects.keys():
+            obj = objects[target]
+            lost = lost or (obj.dropped_until is not None and obj.dropped_until > since)
+            for burst in obj.bursts:
+                if burst.last.time <= since:
+                    continue
+                first = next((w for w in burst.head if w.time > since), None)
+                if first is None:  # the deploy falls inside the burst, past its kept head
+                    first, lost = burst.last, True
+                spans.append((first, burst.last.time))
+        if lost:
+            self._lost.add((app.namespace, app.name))
         bursts: list[tuple[datetime, Evidence]] = []
-        last: datetime | None = None
-        for record in records:
-            assert record.received is not None
-            if last is None or (record.received - last).total_seconds() > BURST_GAP:
-                bursts.append((record.received, Evidence(
-                    "audit", record.location,
-                    f"{record.verb} {record.resource}/{record.name} by {record.username} ({record.user_agent}), "
-                    f"code {record.code}", record.received)))
-            last = record.received
+        end: datetime | None = None
+        for first, last in sorted(spans):
+            if end is None or (first.time - end).total_seconds() > BURST_GAP:
+                bursts.append((first.time, Evidence("audit", first.location, first.excerpt, first.time)))
+            end = last if end is None else max(end, last)
         return bursts
 
     def _line_index(self) -> dict[tuple[str, str], list[tuple[LogRecord, re.Match[str] | None]]]:
@@ -301,6 +419,11 @@ class AutoSyncWithoutChange(Analyzer):
                         "reconfigured failed (see webhook-blast-radius): the new caBundle reached the API server "
                         "before the new certificate reached the serving pods.")
         summary += self._chart_note(ctx, app)
+        if (app.namespace, app.name) in self._lost:
+            summary += (" Not every write of the application controller in the audit log was kept (per object, the "
+                        f"latest {MAX_BURSTS} bursts of writes with the first {BURST_HEAD} and the last write of each; "
+                        f"{MAX_KEPT_BURSTS:,} bursts in all; {self._writes.dropped:,} writes fell out): a sync seen "
+                        "only in writes not kept is missing from this list, or dated by the last write of its burst.")
         return Finding(
             rule=self.id,
             severity=Severity.HIGH if latest.failures else Severity.MEDIUM,

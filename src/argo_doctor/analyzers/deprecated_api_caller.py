@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
@@ -26,13 +26,23 @@ from argo_doctor.knowledge import load_rows
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.audit import AuditEvent
+from argo_doctor.sources.metrics import format_value
 from argo_doctor.sources.objects import as_list, mapping
 from argo_doctor.timeutil import format_time, parse_time
 
 WINDOW_SLACK = timedelta(seconds=5)
 MAX_TIMES = 5000
-_METRIC = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)\{(?P<labels>[^}]*)\}\s+(?P<value>[-+0-9.eE]+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+"""Times of named CRD reads kept per caller, to tie them to syncs."""
+MAX_KEPT_TIMES = 100_000
+"""Times of named CRD reads kept over all callers (under 100 bytes each)."""
+MAX_GROUPS = 1000
+"""Callers (user agent, user, group/version/resource) followed; the requests of more are only counted. A
+cluster has a few dozen deprecated callers."""
+MAX_VERBS = 16
+"""Distinct verbs counted per caller (Kubernetes has nine); more are counted as `other`."""
+MAX_TEXT = 512
+"""Kept strings from a record (user agent, user, request URI) are cut to this length."""
+_METRIC_NAMES = frozenset({"apiserver_requested_deprecated_apis", "apiserver_request_total"})
 _SEMVER = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?")
 
 
@@ -90,8 +100,15 @@ class _Calls:
     removed: str | None
     annotated: bool
     verbs: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    named: bool = False
+    """Some request named an object."""
     names: dict[str, list[datetime]] = field(default_factory=lambda: defaultdict(list))
-    times: list[datetime] = field(default_factory=list)
+    """Times of named CRD reads by name, up to MAX_TIMES."""
+    timed: int = 0
+    untimed: int = 0
+    """Named CRD reads whose times were kept, and not kept."""
+    first: datetime | None = None
+    last: datetime | None = None
     examples: list[AuditEvent] = field(default_factory=list)
 
     @property
@@ -115,6 +132,9 @@ class DeprecatedApiCaller(Analyzer):
 
     def __init__(self) -> None:
         self._groups: dict[tuple[str, ...], _Calls] = {}
+        self._timed = 0
+        self._dropped = 0
+        """Requests of callers past MAX_GROUPS."""
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per caller and deprecated group/version/resource."""
@@ -136,42 +156,49 @@ class DeprecatedApiCaller(Analyzer):
         if not annotated and (api is None or api.component):
             return
         removed = event.annotations.get("k8s.io/removed-release") or (api.removed_in if api else None)
-        product, version = parse_user_agent(event.user_agent)
-        key = (product, version, event.username, event.api_group, event.api_version, event.resource,
-               event.subresource)
+        product, version = (part[:MAX_TEXT] for part in parse_user_agent(event.user_agent))
+        username = event.username[:MAX_TEXT]
+        key = (product, version, username, event.api_group, event.api_version, event.resource, event.subresource)
         calls = self._groups.get(key)
         if calls is None:
-            calls = self._groups[key] = _Calls(product, version, event.username, event.api_group, event.api_version,
+            if len(self._groups) >= MAX_GROUPS:
+                self._dropped += 1
+                return
+            calls = self._groups[key] = _Calls(product, version, username, event.api_group, event.api_version,
                                                event.resource, event.subresource, removed, annotated)
-        calls.verbs[event.verb] += 1
-        if event.received is not None and len(calls.times) < MAX_TIMES:
-            calls.times.append(event.received)
-            if event.name:
-                calls.names[event.name].append(event.received)
+        calls.verbs[event.verb if event.verb in calls.verbs or len(calls.verbs) < MAX_VERBS else "other"] += 1
+        when = event.received
+        if when is not None:
+            calls.first = min(calls.first or when, when)
+            calls.last = max(calls.last or when, when)
+        if event.name:
+            calls.named = True
+            if when is not None and calls.resource == "customresourcedefinitions":
+                if calls.timed < MAX_TIMES and self._timed < MAX_KEPT_TIMES:
+                    calls.names[event.name[:MAX_TEXT]].append(when)
+                    calls.timed += 1
+                    self._timed += 1
+                else:
+                    calls.untimed += 1
         if len(calls.examples) < 2:
-            calls.examples.append(event)
+            calls.examples.append(replace(event, annotations={}, request_uri=event.request_uri[:MAX_TEXT],
+                                          user_agent=event.user_agent[:MAX_TEXT], username=username))
 
     def _metrics(self, ctx: Context) -> dict[tuple[str, str, str], list[Evidence]]:
         """`apiserver_requested_deprecated_apis` rows with the matching `apiserver_request_total` counts."""
-        deprecated: dict[tuple[str, str, str], tuple[str, int]] = {}
+        deprecated: dict[tuple[str, str, str], tuple[str, float]] = {}
         totals: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-        for root in ctx.snap.roots:
-            folder = root / "metrics"
-            for path in sorted(folder.glob("*.prom")) if folder.is_dir() else []:
-                display = path.relative_to(root).as_posix()
-                for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-                    found = _METRIC.match(line)
-                    if not found:
-                        continue
-                    labels = dict(_LABEL.findall(found.group("labels")))
-                    key = (labels.get("group", ""), labels.get("version", ""), labels.get("resource", ""))
-                    if found.group("name") == "apiserver_requested_deprecated_apis":
-                        deprecated[key] = (f"{display}:{number}", int(float(found.group("value"))))
-                    elif found.group("name") == "apiserver_request_total":
-                        totals[key].append(f"{labels.get('verb')} {labels.get('code')}: {found.group('value')}")
+        for sample in ctx.snap.metrics(_METRIC_NAMES):
+            labels = sample.labels
+            key = (labels.get("group", ""), labels.get("version", ""), labels.get("resource", ""))
+            if sample.name == "apiserver_requested_deprecated_apis":
+                deprecated[key] = (sample.location, sample.value)
+            else:
+                totals[key].append(f"{labels.get('verb')} {labels.get('code')}: {format_value(sample.value)}")
         return {
             key: [Evidence("metric", location, f"apiserver_requested_deprecated_apis{{{key[0]}/{key[1]} {key[2]}}} "
-                           f"= {value}; apiserver_request_total: {', '.join(totals.get(key, [])) or 'none'}")]
+                           f"= {format_value(value)}; apiserver_request_total: "
+                           f"{', '.join(totals.get(key, [])) or 'none'}")]
             for key, (location, value) in deprecated.items()
         }
 
@@ -180,7 +207,7 @@ class DeprecatedApiCaller(Analyzer):
     ) -> Finding:
         known = self._known(calls)
         verbs = ", ".join(f"{n} {v.upper()}" for v, n in sorted(calls.verbs.items(), key=lambda kv: -kv[1]))
-        first, last = min(calls.times, default=None), max(calls.times, default=None)
+        first, last = calls.first, calls.last
         caller = f"{calls.product} {calls.version}".strip() or calls.username
         removed = f"removed in Kubernetes {calls.removed}" if calls.removed else "deprecated"
         lines = [
@@ -189,6 +216,9 @@ class DeprecatedApiCaller(Analyzer):
             + ("" if calls.annotated else " The audit records carry no k8s.io/deprecated annotation (audit policy); "
                "the API was matched against the deprecation table.")
         ]
+        if self._dropped:
+            lines.append(f"The audit log holds {_count(self._dropped, 'more deprecated request')} by callers past "
+                         f"the first {MAX_GROUPS:,} argo-doctor follows; they are in no finding.")
         evidence = [Evidence("audit", r.location, f"{r.verb} {r.request_uri} by {r.username} ({r.user_agent}), "
                              f"code {r.code}", r.received) for r in calls.examples]
         evidence += metrics
@@ -268,12 +298,21 @@ class DeprecatedApiCaller(Analyzer):
                                      f"CRD ({', '.join(format_time(w[0]) or '' for w in used)}).")
                         evidence.extend(object_evidence(app, w[2], f"sync {format_time(w[0])} → {format_time(w[1])}",
                                                         w[0]) for w in used[:3])
+            if calls.untimed:
+                lines.append(f"The times of {_count(calls.untimed, 'more named request')} were not kept "
+                             f"({MAX_TIMES:,} per caller, {MAX_KEPT_TIMES:,} in all): the counts of requests "
+                             "during syncs are lower bounds.")
         elif set(calls.verbs) & {"list", "watch"}:
             restarts = _restarts(ctx, calls.product)
             if restarts:
                 lines.append(f"{calls.product} (re)started at {', '.join(format_time(t) or '' for t in restarts)}; "
                              "it lists and watches every resource it caches from then on.")
         return lines, evidence
+
+
+def _count(count: int, word: str) -> str:
+    """`1 request`, `12,345 requests`."""
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
 
 
 def _request_matches(request: dict[str, Any], calls: _Calls) -> bool:
@@ -286,7 +325,7 @@ def _request_matches(request: dict[str, Any], calls: _Calls) -> bool:
     verbs = [str(v) for v in as_list(request.get("verbs"))]
     if verbs and not set(calls.verbs) <= set(verbs):
         return False
-    if request.get("named") is True and not calls.names:
+    if request.get("named") is True and not calls.named:
         return False
     return str(request.get("subresource") or "") == calls.subresource
 

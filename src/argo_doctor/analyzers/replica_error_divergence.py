@@ -33,15 +33,19 @@ _VOLATILE = (
 )
 
 
+_SIGNATURE_INPUT = 4096
+"""Characters of a message normalised: the signature keeps 300, so a 1 MiB line costs no more than a short one."""
+
+
 def _error_of(record: LogRecord) -> str:
     return record.fields.get("error") or record.fields.get("grpc.error") or ""  # v3 logs gRPC errors as grpc.error
 
 
 def error_signature(record: LogRecord) -> str:
     """The message and error of a log line with volatile parts blanked."""
-    text = record.message
+    text = record.message[:_SIGNATURE_INPUT]
     if _error_of(record):
-        text += " | " + _error_of(record)
+        text += " | " + _error_of(record)[:_SIGNATURE_INPUT]
     for pattern, repl in _VOLATILE:
         text = pattern.sub(repl, text)
     return text.strip()[:300]

@@ -3,6 +3,7 @@ single-pass scanner that prefilters on bytes and parses only the lines that matc
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -11,11 +12,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from argo_doctor.model import Problem
+from argo_doctor.sources.files import open_input
 from argo_doctor.timeutil import parse_time
 
 CHUNK_SIZE = 8 << 20
@@ -29,7 +31,13 @@ MAX_LINE = 1 << 20
 EXCERPT_LIMIT = 2000
 
 _KUBECTL_PREFIX = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
-_LOGFMT_PAIR = re.compile(r'([A-Za-z_][\w.\-/]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
+_LOGFMT_TOKEN = re.compile(
+    r'([A-Za-z_][\w.\-/]*+)=("(?:[^"\\]|\\.)*+"|[^\s"]*+)'  # a field: key=value, the value Go-quoted or bare
+    r"|[A-Za-z_][\w.\-/]*+"  # a word not followed by "=": no key starts inside it either, so skip it whole
+    r"|(?:(?![A-Za-z_])[\w.\-/])++"  # word characters that cannot start a key
+)
+"""Matches never overlap and nothing backtracks, so `findall` reads a line once; a plain key=value
+regex would retry inside every long token without `=`: quadratic (40 s for a 100 KB line)."""
 _KLOG = re.compile(r"([IWEF])(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?\s+\d+ ([^\]]*)\] ?(.*)", re.S)
 _ANY_TIME = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?")
 _KLOG_LEVELS = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
@@ -76,6 +84,15 @@ def _unquote(value: str) -> str:
     return value
 
 
+def logfmt_fields(body: str) -> dict[str, str]:
+    """The `key=value` fields of a logfmt line, values unquoted; a repeated key keeps its last value.
+
+    A key is `[A-Za-z_][\\w.\\-/]*`, a value a Go-quoted string or a run of characters other than
+    spaces and quotes; a quoted value that never closes is empty. Linear in the length of the line.
+    """
+    return {key: _unquote(value) for key, value in _LOGFMT_TOKEN.findall(body) if key}
+
+
 def _klog_time(match: re.Match[str], reference: datetime) -> datetime | None:
     month, day, hour, minute, second = (int(match.group(i)) for i in range(2, 7))
     micros = int((match.group(7) or "0")[:6].ljust(6, "0"))
@@ -114,7 +131,7 @@ def parse_line(text: str, file: LogFile, line: int, reference: datetime) -> LogR
                     time = time or parse_time(fields[key])
                     break
     elif body.startswith(("time=", "level=")):
-        fields = {k: _unquote(v) for k, v in _LOGFMT_PAIR.findall(body)}
+        fields = logfmt_fields(body)
         message = fields.pop("msg", "")
         level = fields.pop("level", None)
         time = time or parse_time(fields.get("time"))
@@ -184,7 +201,8 @@ def _prefilter(path: Path, start: int, end: int | None, needles: tuple[bytes, ..
     line = 0
     skipping = False  # inside a line longer than MAX_LINE, already searched
     try:
-        handle = path.open("rb")
+        # a regular file, never a FIFO or a device; os.fdopen(..., "rb") is a BufferedReader, typed BinaryIO
+        handle = cast(io.BufferedReader, open_input(path))
     except OSError as exc:
         raw.error = f"cannot read: {exc.strerror or exc}"
         return raw
@@ -287,7 +305,7 @@ def _plan(files: Sequence[LogFile]) -> list[_Piece]:
 
 def _line_start_after(path: Path, offset: int, limit: int) -> int | None:
     """The offset just after the first newline at or after `offset` (None if none soon)."""
-    with path.open("rb") as handle:
+    with open_input(path) as handle:
         handle.seek(offset)
         data = handle.read(min(MAX_LINE, limit - offset))
     nl = data.find(b"\n")
