@@ -10,11 +10,19 @@ Order, as in gitops-engine's GetResourceHealth and Argo CD's Lua lookup:
 5. otherwise there is no health (None).
 
 A check that fails is Unknown with the error as message, as in Argo CD.
+
+Lua scripts run in a child process (`luaworker`) that is killed when a script overruns, and
+the assessor bounds what they may cost a scan: `lua_budget` seconds in all (default 60 s), and
+no more runs of a script stopped `max_timeouts` times for running too long (default 3). Past
+either, the objects concerned are Unknown, "not assessed: ...", and one problem says so.
 """
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from argo_doctor.health.argo import rollout_health, workflow_health
@@ -26,13 +34,22 @@ from argo_doctor.health.luascripts import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_MEMORY,
     DEFAULT_WALL_TIMEOUT,
+    TIMEOUTS,
     LuaHealthScripts,
-    run_health_script,
+    LuaLimits,
+    LuaScript,
 )
+from argo_doctor.health.luaworker import LuaWorker
 from argo_doctor.health.types import Health, HealthProblem, HealthStatus
 
 HOOK_FINALIZER = "argocd.argoproj.io/hook-finalizer"
 PENDING_DELETION = "Pending deletion"
+DEFAULT_LUA_BUDGET = 60.0
+"""Seconds a scan may spend in Lua health scripts: six wall timeouts, so that runaway scripts
+cannot hold a scan for long, and room for some 50,000 objects at the 1 ms a normal script costs."""
+DEFAULT_MAX_TIMEOUTS = 3
+"""Times a script may be stopped for running too long before the scan stops running it."""
+LUA_BUDGET_LOCATION = "Lua health scripts"
 
 Check = Callable[[Mapping[str, Any], str], Health]
 
@@ -55,7 +72,11 @@ def pending_deletion(obj: Mapping[str, Any]) -> bool:
 
 
 class HealthAssessor:
-    """Assesses objects and collects the problems met in Lua customizations."""
+    """Assesses objects and collects the problems met in Lua customizations.
+
+    Close it (or use it as a context manager) to stop the process that runs Lua scripts; it is
+    also stopped when the assessor is garbage-collected and at exit.
+    """
 
     def __init__(
         self,
@@ -65,18 +86,31 @@ class HealthAssessor:
         max_memory: int = DEFAULT_MAX_MEMORY,
         max_cpu_seconds: float = DEFAULT_MAX_CPU_SECONDS,
         wall_timeout: float = DEFAULT_WALL_TIMEOUT,
+        lua_budget: float = DEFAULT_LUA_BUDGET,
+        max_timeouts: int = DEFAULT_MAX_TIMEOUTS,
     ) -> None:
         self.scripts = scripts if scripts is not None else LuaHealthScripts()
-        self.limits: dict[str, Any] = {
-            "max_instructions": max_instructions,
-            "max_memory": max_memory,
-            "max_cpu_seconds": max_cpu_seconds,
-            "wall_timeout": wall_timeout,
-        }
+        self.limits = LuaLimits(max_instructions, max_memory, max_cpu_seconds, wall_timeout)
+        self.lua_budget = lua_budget
+        self.max_timeouts = max_timeouts
+        self.lua_seconds = 0.0
+        """Time spent running Lua scripts so far."""
         self.problems: list[HealthProblem] = []
+        self.worker = LuaWorker()
         self._seen: set[HealthProblem] = set()
+        self._timeouts: Counter[LuaScript] = Counter()
         for problem in self.scripts.problems:
             self._report(problem)
+
+    def __enter__(self) -> HealthAssessor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the process that runs Lua scripts (a later `assess` starts a new one)."""
+        self.worker.close()
 
     def _report(self, problem: HealthProblem) -> None:
         if problem not in self._seen:
@@ -96,10 +130,7 @@ class HealthAssessor:
 
         script = self.scripts.script_for(group, kind)
         if script is not None:
-            outcome = run_health_script(script, obj, **self.limits)
-            if outcome.problem is not None:
-                self._report(HealthProblem(script.location, outcome.problem))
-            return outcome.health
+            return self._run(script, obj)
 
         check = BUILTIN_LUA_CHECKS.get((group, kind)) or GO_BUILTIN_CHECKS.get((group, kind))
         if check is None:
@@ -108,3 +139,49 @@ class HealthAssessor:
             return check(obj, version)
         except CheckError as exc:
             return Health(HealthStatus.UNKNOWN, str(exc))
+
+    def _run(self, script: LuaScript, obj: Mapping[str, Any]) -> Health | None:
+        """The script's verdict, within the scan's budget and the script's allowance of timeouts."""
+        if self._timeouts[script] >= self.max_timeouts:
+            return Health(HealthStatus.UNKNOWN, f"not assessed: {self._benched(script)}")
+        remaining = self.lua_budget - self.lua_seconds
+        if remaining <= 0:
+            return self._over_budget()
+        limits = replace(self.limits, wall_timeout=min(self.limits.wall_timeout, remaining))
+        started = time.monotonic()
+        outcome = self.worker.run(script, obj, limits)
+        self.lua_seconds += time.monotonic() - started
+        if outcome.stop == "wall" and limits.wall_timeout < self.limits.wall_timeout:
+            self.lua_seconds = max(self.lua_seconds, self.lua_budget)
+            return self._over_budget()
+        if outcome.stop in TIMEOUTS:
+            self._timeouts[script] += 1
+            if self._timeouts[script] >= self.max_timeouts:
+                self._bench(script)
+                return outcome.health
+        if outcome.problem is not None:
+            self._report(HealthProblem(script.location, outcome.problem))
+        return outcome.health
+
+    def _benched(self, script: LuaScript) -> str:
+        return f"Lua health script stopped {self._timeouts[script]} times for running too long in this scan"
+
+    def _bench(self, script: LuaScript) -> None:
+        """One problem for a script that will not run again: it replaces the script's timeout problems."""
+        timeouts = {self.limits.message(stop) for stop in TIMEOUTS}
+        self.problems = [p for p in self.problems if p.location != script.location or p.message not in timeouts]
+        self._report(
+            HealthProblem(
+                script.location,
+                f"{self._benched(script)} (limits: {self.limits.max_instructions} instructions, "
+                f"{self.limits.max_cpu_seconds:g} s of CPU time, {self.limits.wall_timeout:g} s of wall time); "
+                "not run for the rest of the scan: the objects it applies to are Unknown",
+            )
+        )
+
+    def _over_budget(self) -> Health:
+        spent = f"the scan's budget of {self.lua_budget:g} s for Lua health scripts is spent"
+        self._report(
+            HealthProblem(LUA_BUDGET_LOCATION, f"{spent}; the objects that needed a script after that are Unknown")
+        )
+        return Health(HealthStatus.UNKNOWN, f"not assessed: {spent}")

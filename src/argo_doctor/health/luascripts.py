@@ -10,10 +10,11 @@ Sources, in Argo CD's order of precedence:
    (`DIR/<group>/<Kind>/health.lua`, `DIR/<Kind>/health.lua` for the core group, `_` in a
    directory name acting as `*`). Argo CD runs these with the standard libraries open.
 
-Scripts run in a fresh Lua 5.1 state (lupa.lua51; gopher-lua is also 5.1) per object, with
-the globals Argo CD provides. Unlike Argo CD, `useOpenLibs` never grants io, the full os,
+Scripts run in Lua 5.1 (lupa.lua51; gopher-lua is also 5.1) with fresh globals per object,
+holding what Argo CD provides. Unlike Argo CD, `useOpenLibs` never grants io, the full os,
 debug or file loading here. A script is stopped after an instruction budget (Argo CD: a one
-second timeout) or a memory cap (Argo CD: none).
+second timeout), a CPU-time budget or a memory cap (Argo CD: none); `luaworker` runs scripts
+in a child process so that a wall-clock timeout can stop even a library call that never returns.
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ from __future__ import annotations
 import datetime
 import os
 import re
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -285,13 +285,42 @@ class LuaHealthScripts:
 
 # --- running -------------------------------------------------------------------------------
 
+Stop = Literal["instructions", "cpu", "memory", "wall", "crash"]
+"""Why a script did not finish: a limit, or the process running it ended."""
+
+TIMEOUTS: frozenset[Stop] = frozenset({"instructions", "cpu", "wall"})
+"""The stops that mean a script ran too long."""
+
+
+@dataclass(frozen=True)
+class LuaLimits:
+    """How far one health script may go before it is stopped."""
+
+    max_instructions: int = DEFAULT_MAX_INSTRUCTIONS
+    max_memory: int = DEFAULT_MAX_MEMORY  # bytes beyond the object
+    max_cpu_seconds: float = DEFAULT_MAX_CPU_SECONDS  # checked between instructions, and by the worker's timer
+    wall_timeout: float = DEFAULT_WALL_TIMEOUT  # enforced by killing the worker
+
+    def message(self, stop: Stop) -> str:
+        """The health message of a script stopped by one of these limits."""
+        if stop == "instructions":
+            return f"Lua health script exceeded {self.max_instructions} instructions"
+        if stop == "cpu":
+            return f"Lua health script exceeded {self.max_cpu_seconds:g} s of CPU time"
+        if stop == "memory":
+            return f"Lua health script exceeded its memory limit of {self.max_memory} bytes"
+        if stop == "wall":
+            return f"Lua health script did not finish within {self.wall_timeout:g} s"
+        raise ValueError(f"no limit message for {stop!r}")
+
 
 @dataclass(frozen=True)
 class LuaOutcome:
-    """The health a script gives (None: Argo CD shows none) and what went wrong, if anything."""
+    """The health a script gives (None: Argo CD shows none), what went wrong, and why it stopped."""
 
     health: Health | None
     problem: str | None = None
+    stop: Stop | None = None
 
 
 _sandbox_source: str | None = None
@@ -321,23 +350,14 @@ LUA_VERSION = ".".join(str(n) for n in _lua_module().LUA_VERSION)
 """The Lua version scripts run under here ("5.1" with lupa's lua51 build)."""
 
 
-def _runtime(module: Any) -> Any:
-    return module.LuaRuntime(
-        register_eval=False,
-        register_builtins=False,
-        max_memory=0,
-        attribute_filter=_deny_attributes,
-    )
-
-
-def _plain(value: Any) -> Any:
+def json_values(value: Any) -> Any:
     """The object as JSON would carry it: timestamps and other scalars become strings."""
     if value is None or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_values(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [json_values(v) for v in value]
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None and value.utcoffset() == datetime.timedelta(0):
             return value.replace(tzinfo=None).isoformat() + "Z"
@@ -351,81 +371,88 @@ def _deny_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
     raise AttributeError("Python attributes are not available to health scripts")
 
 
-def run_health_script(
-    script: LuaScript,
-    obj: Mapping[str, Any],
-    *,
-    max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
-    max_memory: int = DEFAULT_MAX_MEMORY,
-    max_cpu_seconds: float = DEFAULT_MAX_CPU_SECONDS,
-    wall_timeout: float = DEFAULT_WALL_TIMEOUT,
-) -> LuaOutcome:
-    """Run `script` with `obj` as the global `obj`, the way Argo CD's ExecuteHealthLua does.
+class LuaSandbox:
+    """Runs health scripts one after another, each with fresh globals, as Argo CD's ExecuteHealthLua does.
 
-    Stops: `max_instructions` VM instructions, `max_cpu_seconds` of CPU time (checked between
-    instructions), `max_memory` bytes beyond the object, and a `wall_timeout` watchdog for a
-    single library call that never returns (its thread is abandoned).
+    One Lua state serves many scripts (the sandbox gives each run new globals and library
+    copies); it is replaced after any run that did not end normally. Stops: the instruction
+    budget, CPU time (checked between instructions) and memory beyond the object. A library
+    call that never returns is not stopped here: the process running it is ended instead
+    (see `luaworker`).
     """
-    stops = {
-        "limit": f"Lua health script exceeded {max_instructions} instructions",
-        "time": f"Lua health script exceeded {max_cpu_seconds:g} s of CPU time",
-        "memory": f"Lua health script exceeded its memory limit of {max_memory} bytes",
-        "wall": f"Lua health script did not finish within {wall_timeout:g} s",
-    }
-    module = _lua_module()
-    lua = _runtime(module)
-    box: dict[str, Any] = {}
 
-    def work() -> None:
-        try:
-            runner = lua.execute(_sandbox())
-            table = lua.table_from(_plain(obj), recursive=True)
-            lua.set_max_memory(lua.get_memory_used() + max_memory)
-            box["result"] = runner(
-                script.source,
-                table,
-                script.use_open_libs,
-                max(1, max_instructions // _TICK),
-                _TICK,
-                stops["limit"],
-                max_cpu_seconds,
-                stops["time"],
+    def __init__(self) -> None:
+        self._module = _lua_module()
+        self._source = _sandbox()
+        self._lua: Any = None
+        self._runner: Any = None
+
+    def run(self, source: str, use_open_libs: bool, obj: Any, limits: LuaLimits) -> LuaOutcome:
+        """Run `source` with `obj` (JSON values, see `json_values`) as the global `obj`."""
+        module = self._module
+        if self._lua is None:
+            self._lua = module.LuaRuntime(
+                register_eval=False, register_builtins=False, max_memory=0, attribute_filter=_deny_attributes
             )
-        except BaseException as exc:  # handed to the caller's thread
-            box["error"] = exc
+            self._runner = self._lua.execute(self._source)
+        lua = self._lua
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            lua.set_max_memory(0)
+            table = lua.table_from(obj, recursive=True)
+            lua.set_max_memory(lua.get_memory_used(total=True) + limits.max_memory, total=True)
+            result = self._runner(
+                source,
+                table,
+                use_open_libs,
+                max(1, limits.max_instructions // _TICK),
+                _TICK,
+                limits.message("instructions"),
+                limits.max_cpu_seconds,
+                limits.message("cpu"),
+            )
+        except Exception as exc:  # a memory error outside the script's pcall, or bad text
+            error = exc
+        outcome = self._outcome(result, error, limits)
+        if error is not None or outcome.stop is not None:
+            self._lua = self._runner = None  # start the next script from a clean state
+        return outcome
 
-    worker = threading.Thread(target=work, name="argo-doctor-lua-health", daemon=True)
-    worker.start()
-    worker.join(wall_timeout)
-    if worker.is_alive():
-        return _stopped(stops["wall"])
-    error = box.get("error")
-    if isinstance(error, module.LuaMemoryError):
-        return _stopped(stops["memory"])
-    if isinstance(error, module.LuaError):
-        text = str(error)
-        for key in ("limit", "time"):
-            if stops[key] in text:
-                return _stopped(stops[key])
-        if "not enough memory" in text:
-            return _stopped(stops["memory"])
-        return _failed(text)
-    if error is not None:  # e.g. a returned string that is not UTF-8
-        return _failed(f"{type(error).__name__}: {error}")
-    result = box.get("result")
-    values = result if isinstance(result, tuple) else (result,)
-    outcome = values[0] if values else None
-    if outcome == "stopped":
-        return _stopped(str(values[1]))
-    if outcome == "memory":
-        return _stopped(stops["memory"])
-    if outcome == "error":
-        return _failed(str(values[1]))
-    return _interpret(values[1:])
+    def _outcome(self, result: Any, error: BaseException | None, limits: LuaLimits) -> LuaOutcome:
+        module = self._module
+        if isinstance(error, module.LuaMemoryError):
+            return _stopped(limits, "memory")
+        if isinstance(error, module.LuaError):
+            text = str(error)
+            for limit in ("instructions", "cpu"):
+                if limits.message(limit) in text:
+                    return _stopped(limits, limit)
+            if "not enough memory" in text:
+                return _stopped(limits, "memory")
+            return _failed(text)
+        if error is not None:  # e.g. a returned string that is not UTF-8
+            return _failed(f"{type(error).__name__}: {error}")
+        values = result if isinstance(result, tuple) else (result,)
+        outcome = values[0] if values else None
+        if outcome == "stopped":
+            message = str(values[1])
+            stop: Stop = "cpu" if message == limits.message("cpu") else "instructions"
+            return LuaOutcome(Health(HealthStatus.UNKNOWN, message), message, stop)
+        if outcome == "memory":
+            return _stopped(limits, "memory")
+        if outcome == "error":
+            return _failed(str(values[1]))
+        return _interpret(values[1:])
 
 
-def _stopped(message: str) -> LuaOutcome:
-    return LuaOutcome(Health(HealthStatus.UNKNOWN, message), message)
+def stopped_outcome(message: str, stop: Stop) -> LuaOutcome:
+    """Unknown health for a script that was stopped, with `message` as both health message and problem."""
+    return LuaOutcome(Health(HealthStatus.UNKNOWN, message), message, stop)
+
+
+def _stopped(limits: LuaLimits, stop: Stop) -> LuaOutcome:
+    return stopped_outcome(limits.message(stop), stop)
 
 
 def _failed(message: str) -> LuaOutcome:

@@ -1,11 +1,12 @@
 -- argo-doctor: runs one Argo CD health script in a sandbox. Lua 5.1.
 --
--- This chunk is run once in a fresh LuaRuntime and returns the runner function. The runner
--- builds a new global table holding only what Argo CD gives a health script (base functions,
--- table, a safe os with time/date, and string/math/coroutine when useOpenLibs is on), never
--- io, debug, file loading or the host bridge. A count hook stops the script after a budget
--- of VM instructions or of CPU time; the host caps memory. Only strings, numbers and
--- booleans go back.
+-- This chunk is run once in a fresh LuaRuntime and returns the runner function, which runs
+-- one script per call, many calls per runtime. Each call builds a new global table holding
+-- only what Argo CD gives a health script (base functions, table, a safe os with time/date,
+-- and string/math/coroutine when useOpenLibs is on), never io, debug, file loading or the
+-- host bridge, so nothing a script does reaches the next one. A count hook stops the script
+-- after a budget of VM instructions or of CPU time; the host caps memory. Only strings,
+-- numbers and booleans go back.
 
 local std = {
   pcall = pcall, xpcall = xpcall, error = error, type = type, select = select,
