@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,36 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     assert early.exit_code == 0 and "no deprecated API found" in early.stdout
     bad = CliRunner().invoke(main, ["deprecations", str(path), "--target-version", "latest"])
     assert bad.exit_code == 2
+
+
+def test_only_regular_files_inside_a_folder_are_read(tmp_path: Path) -> None:
+    """A link leading outside the folder (which `scan` refuses), a FIFO and a dangling link: one problem each."""
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("apiVersion: extensions/v1beta1\nkind: Ingress\nmetadata: {name: outside}\n")
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "cronjob.yaml").write_text("apiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: nightly}\n")
+    (manifests / "link.yaml").symlink_to(outside)
+    (manifests / "inside.yaml").symlink_to("cronjob.yaml")
+    os.mkfifo(manifests / "pipe.yaml")
+    uses, problems = scan_paths([manifests], (1, 25))
+    assert sorted(u.location for u in uses) == ["manifests/cronjob.yaml:1", "manifests/inside.yaml:1"]
+    assert sorted((p.location, p.message) for p in problems) == [
+        ("manifests/link.yaml", "a link to a file outside the input; skipped"),
+        ("manifests/pipe.yaml", "not a regular file (a FIFO); skipped"),
+    ]
+
+
+def test_cli_a_fifo_argument_is_one_problem_and_exit_2_when_nothing_is_readable(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.yaml")
+    path = tmp_path / "cronjob.yaml"
+    path.write_text("apiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: nightly}\n")
+    both = CliRunner().invoke(main, ["deprecations", str(tmp_path / "pipe.yaml"), str(path), "--target-version",
+                                     "1.25", "-o", "json"])
+    assert both.exit_code == 1
+    doc = json.loads(both.stdout)
+    assert [u["location"] for u in doc["uses"]] == [f"{path}:1"]
+    assert doc["errors"] == [{"location": str(tmp_path / "pipe.yaml"), "message": "not a regular file (a FIFO); "
+                                                                                  "skipped"}]
+    alone = CliRunner().invoke(main, ["deprecations", str(tmp_path / "pipe.yaml")])
+    assert alone.exit_code == 2 and "not a regular file (a FIFO)" in alone.stderr

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Any, TypeVar
 
 import click
-import msgspec
 import yaml
 
 from argo_doctor import __version__, deprecations, github_app, helm, knowledge
@@ -22,8 +23,10 @@ from argo_doctor.report import REPORTERS
 from argo_doctor.report import deprecations as deprecations_report
 from argo_doctor.report import helm as helm_report
 from argo_doctor.report.columns import columns
-from argo_doctor.report.json import chain_json, evidence_json, problem_json, timeline_json
+from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
+from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import bundle
+from argo_doctor.sources.redact import SecretScrubber, clean
 from argo_doctor.timeline import full_timeline, select
 from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
 
@@ -32,9 +35,42 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 SEVERITIES = [s.label for s in sorted(Severity, reverse=True)]
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
-    click.echo(f"argo-doctor: error: {message}", err=True)
+def _fail(message: str, code: int = EXIT_USAGE, scrubber: SecretScrubber | None = None) -> None:
+    click.echo(f"argo-doctor: error: {clean(message, scrubber, human=True)}", err=True)
     sys.exit(code)
+
+
+def _problem_lines(problems: list[Problem], scrubber: SecretScrubber | None = None) -> None:
+    """Input problems on stderr, one line each, redacted and without control characters."""
+    for problem in clean(problems, scrubber, human=True):
+        click.echo(f"argo-doctor: {problem.location}: {problem.message}", err=True)
+
+
+EXIT_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+def _exit_on_signal(signo: int, frame: FrameType | None) -> None:
+    """SIGTERM/SIGHUP end the command like an exception, so that temporary directories are removed; a
+    second one ends the process at once."""
+    signal.signal(signo, signal.SIG_DFL)
+    raise SystemExit(128 + signo)
+
+
+def _handle_signals() -> None:
+    """Install `_exit_on_signal` for the life of the command (SIGINT already raises KeyboardInterrupt)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = {}
+    for name in EXIT_SIGNALS:
+        signo = getattr(signal, name, None)
+        if signo is not None:
+            previous[signo] = signal.signal(signo, _exit_on_signal)
+
+    def restore() -> None:
+        for signo, handler in previous.items():
+            signal.signal(signo, handler)
+
+    click.get_current_context().call_on_close(restore)
 
 
 def _lua_dir_option(func: F) -> F:
@@ -48,6 +84,7 @@ def _lua_dir_option(func: F) -> F:
 @click.version_option(__version__, prog_name="argo-doctor")
 def main() -> None:
     """Find out why Argo CD misbehaves, from a bundle, a cluster-info dump or manifest files."""
+    _handle_signals()
 
 
 @main.command()
@@ -71,10 +108,10 @@ def scan(
     Exit status: 0 when no finding reaches --fail-on, 1 when one does, 2 for a usage error or
     unreadable input.
     """
-    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+    with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         analyzers = select_analyzers(rules, skip_rules)
         options = parse_options(option_pairs, analyzers)
-        snap = bundle.load(paths, Path(workdir))
+        snap = guard.watch(bundle.load(paths, Path(workdir)))
         result = run_scan(snap, analyzers, lua_dirs, options)
         REPORTERS[output](result, sys.stdout)
         sys.stdout.flush()
@@ -97,23 +134,25 @@ def timeline(
 ) -> None:
     """Print one ordered timeline of every timestamped fact of every component, with the causal
     chains the findings establish."""
-    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+    with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         centre = parse_time(around) if around else None
         width = parse_go_duration(window)
         if (around and centre is None) or width is None:
             raise ConfigError(f"--around {around!r} must be an RFC 3339 time and --window {window!r} a duration")
-        snap = bundle.load(paths, Path(workdir))
+        snap = guard.watch(bundle.load(paths, Path(workdir)))
         result = run_scan(snap, select_analyzers())
-        entries = select(full_timeline(snap, result.findings), centre, width, components)
-        chained = [f for f in result.findings if f.chain]
-        if output == "json":
+        human = output != "json"
+        entries = clean(select(full_timeline(snap, result.findings), centre, width, components), snap.scrubber,
+                        human=human)
+        chained = clean([f for f in result.findings if f.chain], snap.scrubber, human=human)
+        if not human:
             doc = {
                 "timeline": [timeline_json(e) for e in entries],
                 "chains": [{"finding": f.id, "title": f.title, "steps": [
                     {**evidence_json(f.evidence[s["evidence"]]), "gapSeconds": s["gapSeconds"]} for s in chain_json(f)
                 ]} for f in chained],
             }
-            click.echo(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+            click.echo(encode(doc, snap.scrubber))
             return
         previous = None
         rows = [("TIME", "+S", "COMPONENT", "WHAT", "WHERE")]
@@ -140,15 +179,11 @@ def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...]) -> 
 
     Lua health customizations come from an argocd-cm ConfigMap among the inputs and from --lua-dir.
     """
-    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
-        snap = bundle.load(paths, Path(workdir))
+    with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+        snap = guard.watch(bundle.load(paths, Path(workdir)))
         assessor = health_assessor(snap, lua_dirs)
-        rows = []
-        for obj in sorted(snap.all(), key=lambda o: (o.location.split(":")[0], o.kind, o.namespace, o.name)):
-            verdict = assessor.assess(obj.raw)
-            if verdict is not None:
-                verdict = replace(verdict, message=snap.scrubber.scrub(verdict.message))
-            rows.append((obj, verdict))
+        rows = [(obj, assessor.assess(obj.raw))
+                for obj in sorted(snap.all(), key=lambda o: (o.location.split(":")[0], o.kind, o.namespace, o.name))]
         problems = [*snap.problems, *(Problem(p.location, p.message) for p in assessor.problems)]
         if output == "json":
             doc = {
@@ -162,16 +197,15 @@ def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...]) -> 
                 ],
                 "errors": [problem_json(p) for p in problems],
             }
-            sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
+            sys.stdout.write(encode(doc, snap.scrubber) + "\n")
             return
         lines = [("KIND", "NAMESPACE", "NAME", "HEALTH", "MESSAGE")]
-        lines += [
+        lines += clean([
             (o.kind, o.namespace, o.name, h.status.value if h else "-", " ".join(h.message.split()) if h else "")
             for o, h in rows
-        ]
+        ], snap.scrubber, human=True)
         click.echo(columns(lines))
-        for problem in problems:
-            click.echo(f"argo-doctor: {problem.location}: {problem.message}", err=True)
+        _problem_lines(problems, snap.scrubber)
 
 
 @main.command()
@@ -204,32 +238,38 @@ def deprecations_command(paths: tuple[Path, ...], target_version: str | None, ou
     bundles (live objects: per managedFields manager and last-applied annotation).
 
     Exit status: 0 when nothing found is removed in the target version, 1 when something is, 2 for
-    bad input.
+    bad options or when no input can be read.
     """
-    with _errors_to_exit():
-        target = deprecations.parse_version(target_version) if target_version else _cluster_version(paths)
+    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+        target = deprecations.parse_version(target_version) if target_version else None
         if target_version and target is None:
             raise ConfigError(f"--target-version {target_version!r} is not a Kubernetes version like 1.25")
-        uses, problems = deprecations.scan_paths(paths, target)
+        problems: list[Problem] = []
+        inputs = list(bundle.readable_inputs(paths, Path(workdir), problems))  # tarballs extracted as `scan` does
+        roots = [item.path for item in inputs]
+        target = target or _cluster_version(roots)
+        labels = {item.path: f"{item.given.name}!" for item in inputs if item.extracted}
+        uses, found = deprecations.scan_paths(roots, target, labels)
+        problems += found
     click.echo(deprecations_report.render(uses, problems, target, output))
-    for problem in problems:
-        click.echo(f"argo-doctor: {problem.location}: {problem.message}", err=True)
+    _problem_lines(problems)
     if deprecations.removed(uses):
         sys.exit(EXIT_FINDINGS)
 
 
-def _cluster_version(paths: tuple[Path, ...]) -> tuple[int, int] | None:
-    """The cluster version of the first bundle among the paths (bundle.yaml `cluster.version`)."""
-    for path in paths:
-        meta = path / "bundle.yaml"
-        if meta.is_file():
-            try:
-                doc = yaml.load(meta.read_text(encoding="utf-8", errors="replace"), Loader=yaml.CSafeLoader)
-            except yaml.YAMLError:
-                continue
-            cluster = doc.get("cluster") if isinstance(doc, dict) else None
-            if isinstance(cluster, dict):
-                return deprecations.parse_version(str(cluster.get("version") or ""))
+def _cluster_version(roots: list[Path]) -> tuple[int, int] | None:
+    """The cluster version of the first bundle among the folders (bundle.yaml `cluster.version`)."""
+    from argo_doctor.sources.files import read_input
+
+    for root in roots:
+        try:  # a regular file inside the bundle, of at most 1 MiB, like every input file
+            text = read_input(root / "bundle.yaml", root, 1 << 20).decode("utf-8", errors="replace")
+            doc = yaml.load(text, Loader=yaml.CSafeLoader)
+        except (OSError, yaml.YAMLError):
+            continue
+        cluster = doc.get("cluster") if isinstance(doc, dict) else None
+        if isinstance(cluster, dict):
+            return deprecations.parse_version(str(cluster.get("version") or ""))
     return None
 
 
@@ -248,7 +288,7 @@ def helm_check(chart: Path, values_files: tuple[Path, ...], render_twice: bool, 
     with _errors_to_exit():
         report = helm.scan_chart(chart, values_files, render_twice)
     if output == "json":
-        click.echo(msgspec.json.format(msgspec.json.encode(helm_report.report_json(report)), indent=2).decode())
+        click.echo(encode(helm_report.report_json(report)))
     else:
         click.echo(helm_report.report_text(report))
     if report.uses or report.render_diff:
@@ -282,7 +322,7 @@ def github_app_check(
     with _errors_to_exit():
         result = github_app.check(app_id, installation_id, private_key.read_bytes(), api_url, clock_offset)
     if output == "json":
-        click.echo(msgspec.json.format(msgspec.json.encode(github_app.result_json(result)), indent=2).decode())
+        click.echo(encode(github_app.result_json(result)))
     else:
         click.echo(github_app.result_text(result))
     if result.error is not None:
@@ -292,20 +332,29 @@ def github_app_check(
 
 
 class _errors_to_exit:
-    """Turn argo-doctor errors into one line and exit 2; anything unexpected into one line and 3."""
+    """Turn argo-doctor errors into one line and exit 2; anything unexpected into one line and 3. The line
+    is redacted, with the Secret values of the snapshot being read once `watch` has seen it."""
 
-    def __enter__(self) -> None:
-        return None
+    def __init__(self) -> None:
+        self.scrubber: SecretScrubber | None = None
+
+    def __enter__(self) -> _errors_to_exit:
+        return self
+
+    def watch(self, snap: Snapshot) -> Snapshot:
+        """Remember the snapshot's Secret values for the error line; return the snapshot."""
+        self.scrubber = snap.scrubber
+        return snap
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
         if exc is None or isinstance(exc, SystemExit | click.exceptions.Exit | click.ClickException):
             return False
         if isinstance(exc, ArgoDoctorError):
-            _fail(str(exc), exc.exit_code)
+            _fail(str(exc), exc.exit_code, self.scrubber)
         if isinstance(exc, KeyboardInterrupt):
             _fail("interrupted", 130)
         if os.environ.get("ARGO_DOCTOR_DEBUG"):
             return False
         _fail(f"internal error: {type(exc).__name__}: {exc} (set ARGO_DOCTOR_DEBUG=1 for the traceback)",
-              EXIT_INTERNAL)
+              EXIT_INTERNAL, self.scrubber)
         return True

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -21,7 +21,15 @@ from typing import Any
 
 from argo_doctor.knowledge import load_rows
 from argo_doctor.model import Problem
-from argo_doctor.sources.objects import OBJECT_SUFFIXES, as_list, mapping, read_object_file, split_api_version
+from argo_doctor.sources.files import UnsafeInput, read_input
+from argo_doctor.sources.objects import (
+    MAX_OBJECT_FILE_BYTES,
+    OBJECT_SUFFIXES,
+    as_list,
+    mapping,
+    read_object_file,
+    split_api_version,
+)
 from argo_doctor.sources.redact import LAST_APPLIED
 
 Version = tuple[int, int]
@@ -187,23 +195,32 @@ def template_uses(text: str, display: str, target: Version | None) -> Iterator[U
             api_version = None
 
 
-def scan_paths(paths: Sequence[Path], target: Version | None) -> tuple[list[Use], list[Problem]]:
-    """Every use in files and folders (manifests, charts, Kustomize trees, bundles)."""
+def scan_paths(
+    paths: Sequence[Path], target: Version | None, labels: Mapping[Path, str] | None = None
+) -> tuple[list[Use], list[Problem]]:
+    """Every use in files and folders (manifests, charts, Kustomize trees, bundles). A folder's files are shown
+    under its name, or under its label in `labels` (a tarball's `NAME!`). Only regular files inside a folder are
+    read: a link leading outside it, a FIFO or a device is one problem."""
     uses: list[Use] = []
     problems: list[Problem] = []
     for root in paths:
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-        for path in files:
-            display = str(path if root.is_file() else path.relative_to(root.parent))
-            if any(part.startswith(".") for part in path.parts[len(root.parts):]):
+        folder = root.is_dir()
+        for path in sorted(p for p in root.rglob("*") if not p.is_dir()) if folder else [root]:
+            parts = path.relative_to(root).parts if folder else ()
+            if not _manifest(path, parts):
                 continue
-            if (path.suffix.lower() not in (*OBJECT_SUFFIXES, ".tpl") or path.name in NOT_OBJECTS
-                    or path.name.startswith("values") or {"logs", "audit", "metrics"} & set(path.parts)):
-                continue
+            if not folder:
+                display = str(path)
+            elif labels and root in labels:
+                display = "/".join((labels[root], *parts))
+            else:
+                display = str(path.relative_to(root.parent))
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
+                data = read_input(path, root if folder else None, MAX_OBJECT_FILE_BYTES)
+                text = data.decode("utf-8", errors="replace")
             except OSError as exc:
-                problems.append(Problem(display, f"cannot read: {exc.strerror or exc}"))
+                reason = str(exc.strerror) if isinstance(exc, UnsafeInput) else f"cannot read: {exc.strerror or exc}"
+                problems.append(Problem(display, reason))
                 continue
             if "{{" in text:
                 uses.extend(template_uses(text, display, target))
@@ -212,6 +229,15 @@ def scan_paths(paths: Sequence[Path], target: Version | None) -> tuple[list[Use]
                 uses.extend(object_uses(raw.data, raw.location, target))
     return uses, [p for p in problems if "no Kubernetes objects" not in p.message
                   and "not a Kubernetes object" not in p.message]
+
+
+def _manifest(path: Path, parts: tuple[str, ...]) -> bool:
+    """Whether a file may hold manifests or templates; `parts`, its path in a folder, leaves hidden files and a
+    bundle's logs, audit and metrics out."""
+    if any(part.startswith(".") for part in parts) or {"logs", "audit", "metrics"} & set(parts[:-1]):
+        return False
+    return (path.suffix.lower() in (*OBJECT_SUFFIXES, ".tpl") and path.name not in NOT_OBJECTS
+            and not path.name.startswith("values"))
 
 
 def removed(uses: Iterable[Use]) -> list[Use]:

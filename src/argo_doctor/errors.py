@@ -10,11 +10,8 @@ class ArgoDoctorError(Exception):
 
 
 class InputError(ArgoDoctorError):
-    """An input the user named cannot be read at all (missing path, unsafe or broken archive)."""
-
-
-class UnsafeArchiveError(InputError):
-    """A tarball entry would escape the extraction root, or is a device, FIFO or outside link."""
+    """An input the user named cannot be read at all (a missing path, a FIFO or a device, not a tar archive);
+    the commands raise it only when no input can be read."""
 
 
 class ConfigError(ArgoDoctorError):

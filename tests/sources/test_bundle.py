@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from argo_doctor.errors import InputError, UnsafeArchiveError
+from argo_doctor.errors import InputError
 from argo_doctor.sources import bundle
 from tests.conftest import BUNDLES
 
@@ -64,17 +65,19 @@ def test_tarball_with_a_top_folder(tmp_path: Path) -> None:
         tarfile.TarInfo("/etc/evil.yaml"),
     ],
 )
-def test_tarball_entries_escaping_the_root_are_refused(tmp_path: Path, entry: tarfile.TarInfo) -> None:
+def test_tarball_entries_escaping_the_root_are_skipped(tmp_path: Path, entry: tarfile.TarInfo) -> None:
     entry.size = 3
     archive = _tar(tmp_path / "evil.tar.gz", _make_bundle(tmp_path / "b"), [entry])
     work = tmp_path / "work"
     work.mkdir()
-    with pytest.raises(UnsafeArchiveError, match="refused unsafe entry"):
-        bundle.load([archive], work)
+    snap = bundle.load([archive], work)
+    assert len(snap.of_kind("Pod")) == 2
+    (problem,) = snap.problems
+    assert problem.location == f"{archive}!/{entry.name}" and problem.message.startswith("refused: its path")
     assert not (tmp_path / "escape.yaml").exists()
 
 
-def test_tarball_device_and_outside_links_are_refused(tmp_path: Path) -> None:
+def test_tarball_device_and_outside_links_are_skipped(tmp_path: Path) -> None:
     device = tarfile.TarInfo("support-bundle/dev")
     device.type = tarfile.CHRTYPE
     link = tarfile.TarInfo("support-bundle/objects/link.yaml")
@@ -84,8 +87,10 @@ def test_tarball_device_and_outside_links_are_refused(tmp_path: Path) -> None:
         archive = _tar(tmp_path / "evil.tar.gz", _make_bundle(tmp_path / f"b-{bad.name[-3:]}"), [bad])
         work = tmp_path / f"work-{bad.name[-3:]}"
         work.mkdir()
-        with pytest.raises(UnsafeArchiveError):
-            bundle.load([archive], work)
+        snap = bundle.load([archive], work)
+        assert len(snap.of_kind("Pod")) == 2
+        (problem,) = snap.problems
+        assert problem.location == f"{archive}!/{bad.name}" and problem.message.startswith("refused: a ")
 
 
 def test_truncated_tarball_keeps_what_it_holds(tmp_path: Path) -> None:
@@ -185,3 +190,43 @@ def test_tarball_hard_link_to_a_missing_member(tmp_path: Path) -> None:
     (problem,) = snap.problems
     assert problem.location == f"{archive}!/support-bundle/objects/again.yaml"
     assert problem.message.startswith("cannot extract")
+
+
+def test_a_fifo_or_device_path_argument_is_one_problem(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.yaml")  # nobody writes to it: opening it for reading would block
+    good = _make_bundle(tmp_path / "b")
+    snap = bundle.load([tmp_path / "pipe.yaml", Path("/dev/zero"), tmp_path / "gone.yaml", good], tmp_path)
+    assert [(p.location, p.message) for p in snap.problems] == [
+        (str(tmp_path / "pipe.yaml"), "not a regular file (a FIFO); skipped"),
+        ("/dev/zero", "not a regular file (a character device); skipped"),
+        (str(tmp_path / "gone.yaml"), "no such file or directory"),
+    ]
+    assert len(snap.of_kind("Pod")) == 2
+    with pytest.raises(InputError, match=r"pipe\.yaml: not a regular file \(a FIFO\); skipped; /dev/zero: not a"):
+        bundle.load([tmp_path / "pipe.yaml", Path("/dev/zero")], tmp_path)
+
+
+def test_special_files_and_links_in_a_bundle_are_one_problem_each(tmp_path: Path) -> None:
+    root = _make_bundle(tmp_path / "b")
+    os.mkfifo(root / "objects" / "pipe.yaml")
+    (root / "logs" / "argocd" / "a" / "zero.log").symlink_to("/dev/zero")
+    (root / "objects" / "dangling.yaml").symlink_to("nowhere.yaml")
+    outside = tmp_path / "bundle.yaml"
+    outside.write_text("cluster: {name: elsewhere, version: v1.10.0}\n")
+    (root / "bundle.yaml").unlink()
+    (root / "bundle.yaml").symlink_to(outside)
+    snap = bundle.load([root], tmp_path)
+    assert sorted((p.location, p.message) for p in snap.problems) == [
+        ("bundle.yaml", "a link to a file outside the input; skipped"),
+        ("logs/argocd/a/zero.log", "a link to a file outside the input; skipped"),
+        ("objects/dangling.yaml", "cannot read: No such file or directory"),
+        ("objects/pipe.yaml", "not a regular file (a FIFO); skipped"),
+    ]
+    assert "cluster" not in snap.meta and len(snap.of_kind("Pod")) == 2 and len(snap.log_files) == 2
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_replaced(tmp_path: Path) -> None:
+    root = _make_bundle(tmp_path / "b")
+    os.rename(root / "objects" / "pods.yaml", os.path.join(os.fsencode(root / "objects"), b"p\xffds.yaml"))
+    snap = bundle.load([root], tmp_path)
+    assert {o.location for o in snap.of_kind("Pod")} == {"objects/p\ufffdds.yaml:1", "objects/p\ufffdds.yaml:8"}

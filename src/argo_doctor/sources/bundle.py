@@ -2,34 +2,63 @@
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import errno
 import gc
+import gzip
+import io
+import lzma
 import os
+import stat
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from datetime import datetime
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
-import yaml
-
-from argo_doctor.errors import InputError, UnsafeArchiveError
+from argo_doctor.errors import InputError
 from argo_doctor.model import Problem
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import dump
 from argo_doctor.sources.audit import AuditFile
+from argo_doctor.sources.files import UnsafeInput, open_input
 from argo_doctor.sources.logs import LogFile
-from argo_doctor.sources.objects import OBJECT_SUFFIXES, AliasBomb, FileLoad, expanded_size, load_object_file
+from argo_doctor.sources.objects import OBJECT_SUFFIXES, FileLoad, load_object_file, load_yaml_file
 from argo_doctor.timeutil import parse_time
 
 TARBALL_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 BUNDLE_MARKERS = ("bundle.yaml", "objects", "logs", "audit")
 PARALLEL_OBJECT_BYTES = 16 << 20
 """Below this many bytes of object files, parsing in this process beats starting workers."""
+MAX_TOTAL_BYTES = 4 << 30
+"""Bytes a tarball may extract to in all: a 2,000-application bundle holds ~300 MB of objects and ~1 GiB of logs.
+A sparse entry counts its real size, a link the size of the file it leads to (readers read it once more)."""
+MAX_ENTRY_BYTES = 1 << 30
+"""Bytes one entry may extract to: the kubelet rotates container logs at 10 MiB, and `kubectl get -o yaml` of every
+Application of a large installation is a few hundred MB."""
+MAX_ENTRIES = 20_000
+"""Entries a tarball may hold. A bundle written one file per kind (as `collect` writes) has a few hundred; one file
+per object of a 2,000-application installation would have ~50,000: unpack that one and scan the directory, which
+has no entry limit. Each entry costs ~0.5 ms to extract here, so this bounds a bomb of empty entries to ~10 s."""
+MAX_RATIO = 200
+"""Decompressed bytes per compressed byte, counted as they stream once RATIO_GRACE bytes are out: logs and YAML
+compress 10 to 50 times, a gzip bomb of zeros about 1,000 times."""
+RATIO_GRACE = 64 << 20
+MAX_HEADER_BYTES = 1 << 20
+"""Bytes one entry's headers (GNU long names, pax records, a sparse map) may take; they are read into memory."""
+_BLOCK = tarfile.BLOCKSIZE
+_ZERO_BLOCK = bytes(_BLOCK)
+_CHUNK = 1 << 20
+_TRUNCATED_ENTRY = "the archive is truncated inside this entry; what was read of it and before it is scanned"
+_HEADER_ERRORS = (tarfile.TarError, ValueError, UnicodeError, IndexError, KeyError, OverflowError)
+"""What tarfile's header parsing raises on a damaged or hostile header."""
 
 
 def load(paths: Iterable[str | Path], workdir: Path | None = None) -> Snapshot:
@@ -38,77 +67,417 @@ def load(paths: Iterable[str | Path], workdir: Path | None = None) -> Snapshot:
     if not inputs:
         raise InputError("no input given")
     snap = Snapshot(source=", ".join(str(p) for p in inputs))
-    for path in inputs:
-        if not path.exists():
-            raise InputError(f"{path}: no such file or directory")
-        if path.is_file() and path.name.endswith(TARBALL_SUFFIXES):
-            if workdir is None:
-                raise InputError(f"{path}: a tarball needs a working directory to be extracted into")
-            root = _extract(path, Path(tempfile.mkdtemp(prefix="bundle-", dir=workdir)), snap.problems)
-            _load_dir(snap, root, prefix=f"{path.name}!/" if len(inputs) > 1 else "")
-        elif path.is_dir():
-            _load_dir(snap, path, prefix=f"{path.name}/" if len(inputs) > 1 else "")
+    several = len(inputs) > 1
+    for item in readable_inputs(inputs, workdir, snap.problems):
+        if item.extracted:
+            _load_dir(snap, item.path, prefix=f"{item.given.name}!/" if several else "")
+        elif item.path.is_dir():
+            _load_dir(snap, item.path, prefix=f"{item.given.name}/" if several else "")
         else:
             snap.formats.append("files")
-            _load_objects(snap, [(path, str(path))])
+            _load_objects(snap, [(item.path, str(item.path))])
     return snap
+
+
+@dataclass(frozen=True)
+class Input:
+    """One path argument, ready to read: a directory, a regular file, or a tarball's extracted root."""
+
+    given: Path
+    path: Path
+
+    @property
+    def extracted(self) -> bool:
+        """Whether `path` is where a tarball was extracted."""
+        return self.path != self.given
+
+
+def readable_inputs(paths: Sequence[Path], workdir: Path | None, problems: list[Problem]) -> Iterator[Input]:
+    """Each path argument that can be read, tarballs extracted under `workdir`. One that cannot (missing, a FIFO,
+    a device, a socket, not a tar archive) is one problem; InputError, after the others, when none can."""
+    reasons = []
+    for given in paths:
+        try:
+            yield _input(given, workdir, problems)
+        except (InputError, OSError) as exc:
+            reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+            problems.append(Problem(str(given), reason))
+            reasons.append(f"{given}: {reason}")
+    if len(reasons) == len(paths):
+        raise InputError("; ".join(reasons))
+
+
+def _input(given: Path, workdir: Path | None, problems: list[Problem]) -> Input:
+    if given.is_dir():
+        return Input(given, given)
+    if not os.path.lexists(given):
+        raise InputError("no such file or directory")
+    if not given.name.endswith(TARBALL_SUFFIXES):
+        open_input(given).close()  # a regular file, else UnsafeInput: never block on a FIFO or read a device
+        return Input(given, given)
+    if workdir is None:
+        raise InputError("a tarball needs a working directory to be extracted into")
+    return Input(given, extract(given, Path(tempfile.mkdtemp(prefix="bundle-", dir=workdir)), problems))
 
 
 def _single_child(root: Path) -> Path:
     """A tarball that holds one top folder is read from inside it."""
     entries = [p for p in root.iterdir() if not p.name.startswith(".")]
-    if len(entries) == 1 and entries[0].is_dir() and not any((root / m).exists() for m in BUNDLE_MARKERS):
+    single = len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink()
+    if single and not any((root / m).exists() for m in BUNDLE_MARKERS):
         return entries[0]
     return root
 
 
-def _extract(archive: Path, dest: Path, problems: list[Problem]) -> Path:
-    """Extract safely: refuse escaping, absolute, special and outside-link entries; keep what a
-    truncated archive holds up to the damage and report the damage."""
-    try:
-        tar = tarfile.open(archive, "r|*")  # noqa: SIM115 - closed by the `with` below
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"{archive}: not a readable tar archive ({exc})") from None
-    with tar:
+def extract(archive: Path, dest: Path, problems: list[Problem]) -> Path:
+    """Extract a tarball (plain, gzip, bzip2 or xz) into `dest` entry by entry as it streams, with the rules of
+    tarfile's `data` filter and the limits above, and return the folder to read. A refused entry, damage and a
+    limit are each one problem, and what can still be read is extracted; InputError when no entry can be read."""
+    with open_input(archive) as raw:
+        stream = _Stream(raw, str(archive))
         try:
-            for member in tar:
-                if member.name.startswith(("/", "\\")) or (len(member.name) > 1 and member.name[1] == ":"):
-                    raise UnsafeArchiveError(f"{archive}: refused unsafe entry {member.name!r}: absolute path")
-                try:
-                    tar.extract(member, dest, filter="data")
-                except tarfile.FilterError as exc:
-                    raise UnsafeArchiveError(f"{archive}: refused unsafe entry {member.name!r}: {exc}") from None
-                except (tarfile.ExtractError, KeyError) as exc:  # e.g. a hard link to a missing member
-                    problems.append(Problem(f"{archive}!/{member.name}", f"cannot extract: {exc}; skipped"))
-        except (tarfile.ReadError, EOFError, zlib.error, OSError) as exc:
-            problems.append(Problem(str(archive), f"archive is truncated or damaged; read what came before: {exc}"))
+            _Extraction(archive, dest, problems).run(stream)
+        finally:
+            stream.data.close()
     return _single_child(dest)
 
 
+class _Damaged(Exception):
+    """The archive's stream cannot be read any further."""
+
+
+class _Stop(Exception):
+    """Extraction stops here, for the reason `problem` gives."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+class _Skip(Exception):
+    """This entry is not extracted, for the reason the message gives."""
+
+
+class _Stream:
+    """The decompressed bytes of a tarball, read forward only, the expansion ratio checked as they stream. It is
+    also the `TarFile` that `tarfile.TarInfo.fromtarfile` reads headers from, so no member list builds up."""
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self, raw: BinaryIO, display: str) -> None:
+        self.raw, self.display = raw, display
+        magic = raw.read(6)
+        raw.seek(0)
+        self.compression = ""
+        self.data: BinaryIO | io.BufferedIOBase = raw
+        if magic.startswith(b"\x1f\x8b"):
+            self.compression, self.data = "gzip", gzip.GzipFile(fileobj=raw, mode="rb")
+        elif magic.startswith(b"BZh"):
+            self.compression, self.data = "bzip2", bz2.BZ2File(raw)
+        elif magic.startswith(b"\xfd7zXZ\x00"):
+            self.compression, self.data = "xz", lzma.LZMAFile(raw)  # noqa: SIM115 - extract() closes it
+        self.fileobj = self
+        self.offset = 0
+        """Where the next header starts, as `TarInfo.fromtarfile` sets it."""
+        self.pax_headers: dict[str, str] = {}
+        self.position = 0
+        self.budget: int | None = None
+        """Bytes the headers being read may still take."""
+        self._pushed = b""
+
+    def tell(self) -> int:
+        """The offset in the decompressed stream."""
+        return self.position
+
+    def read(self, size: int) -> bytes:
+        """`size` bytes, fewer only at the end of the stream."""
+        if self.budget is not None:
+            if size > self.budget:
+                raise tarfile.HeaderError(f"its headers take more than {MAX_HEADER_BYTES:,} bytes")
+            self.budget -= size
+        data, self._pushed = self._pushed[:size], self._pushed[size:]
+        if len(data) < size:
+            try:
+                data += self.data.read(size - len(data))
+            except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+                state = "truncated" if isinstance(exc, EOFError) else "damaged"
+                raise _Damaged(f"the {self.compression or 'tar'} stream is {state} ({exc})") from None
+        self.position += len(data)
+        if self.compression and self.position > RATIO_GRACE and self.position > MAX_RATIO * self.raw.tell():
+            raise _Stop(Problem(self.display, f"expands more than {MAX_RATIO}:1 ({self.position:,} bytes out of "
+                                              f"{self.raw.tell():,}): extraction stopped there; what came before "
+                                              "is scanned"))
+        return data
+
+    def unread(self, data: bytes) -> None:
+        """Put back what was just read."""
+        self._pushed = data + self._pushed
+        self.position -= len(data)
+
+    def skip_to(self, offset: int) -> bool:
+        """Read on to `offset`; False when the stream ends before."""
+        while self.position < offset:
+            if not self.read(min(offset - self.position, _CHUNK)):
+                return False
+        return True
+
+
+class _Extraction:
+    """One tarball, extracted entry by entry under `root`."""
+
+    def __init__(self, archive: Path, dest: Path, problems: list[Problem]) -> None:
+        self.archive, self.problems = str(archive), problems
+        self.root = os.path.realpath(dest)
+        self.total = self.entries = 0
+        self.started = False
+        self.links: dict[tuple[str, ...], tarfile.TarInfo] = {}
+        """Symbolic links, made after every other entry (as GNU tar does) so that no entry is written through one."""
+        self.folders: set[str] = set()
+        """Folders made so far (nothing removes a folder)."""
+
+    def run(self, stream: _Stream) -> None:
+        """Extract every entry that can be; each problem goes to `problems`."""
+        try:
+            self._members(stream)
+        except _Stop as stop:
+            self.problems.append(stop.problem)
+        except _Damaged as exc:
+            if not self.started:
+                raise InputError(f"not a readable tar archive ({exc})") from None
+            self.problems.append(Problem(self.archive, f"{exc}; what came before is scanned"))
+        try:
+            self._symlinks()
+        except _Stop as stop:
+            self.problems.append(stop.problem)
+
+    def _members(self, stream: _Stream) -> None:
+        while True:
+            start = stream.position
+            block = stream.read(_BLOCK)
+            if block == _ZERO_BLOCK:  # the end-of-archive marker
+                if stream.compression:  # read to the end, where gzip checks its CRC and length
+                    while stream.read(_CHUNK):
+                        pass
+                return
+            if len(block) < _BLOCK:
+                if not self.started:
+                    raise InputError("not a readable tar archive (" + ("empty" if not block else "too short") + ")")
+                where = "after an entry, without the end-of-archive blocks" if not block else "inside a header"
+                raise _Stop(Problem(self.archive, f"the archive is truncated: it ends {where}; what came before "
+                                                  "is scanned"))
+            member = self._header(stream, block, start)
+            if member is None:
+                continue
+            self.started = True
+            self.entries += 1
+            if self.entries > MAX_ENTRIES:
+                raise _Stop(Problem(self.archive, f"more than {MAX_ENTRIES:,} entries: extraction stopped there; "
+                                                  "what came before is scanned"))
+            with self._entry(member):
+                self._member(stream, member)
+            if not stream.skip_to(stream.offset):
+                raise _Stop(Problem(self._location(member), _TRUNCATED_ENTRY))
+
+    def _header(self, stream: _Stream, block: bytes, start: int) -> tarfile.TarInfo | None:
+        """The entry whose header begins with `block`; None after damage, reported, with the stream at the next
+        header."""
+        try:
+            tarfile.TarInfo.frombuf(block, stream.encoding, stream.errors)  # a wrong checksum: not a header
+            stream.unread(block)
+            stream.budget = MAX_HEADER_BYTES
+            try:
+                return tarfile.TarInfo.fromtarfile(cast(tarfile.TarFile, stream))
+            finally:
+                stream.budget = None
+        except _HEADER_ERRORS as exc:
+            if not self.started:
+                raise InputError(f"not a readable tar archive ({exc})") from None
+            reason = str(exc) or type(exc).__name__
+        stream.skip_to(-(-max(stream.position, start + _BLOCK) // _BLOCK) * _BLOCK)
+        while len(block := stream.read(_BLOCK)) == _BLOCK:
+            if block != _ZERO_BLOCK and _is_header(block):
+                stream.unread(block)
+                self.problems.append(Problem(self.archive, f"{stream.position - start:,} bytes of junk or damage at "
+                                                           f"offset {start:,} ({reason}); skipped to the next entry"))
+                return None
+        raise _Stop(Problem(self.archive, f"junk or damage from offset {start:,} ({reason}), and no entry after it"))
+
+    @contextlib.contextmanager
+    def _entry(self, member: tarfile.TarInfo) -> Iterator[None]:
+        """A refused entry or a file system error is one problem, and extraction goes on."""
+        try:
+            yield
+        except _Skip as skip:
+            self.problems.append(Problem(self._location(member), f"{skip}; skipped"))
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise _Stop(Problem(self._location(member), f"cannot extract: {exc.strerror}: extraction stopped "
+                                                            "there; what came before is scanned")) from None
+            self.problems.append(Problem(self._location(member), f"cannot extract: {exc.strerror or exc}; skipped"))
+
+    def _member(self, stream: _Stream, member: tarfile.TarInfo) -> None:
+        parts = _entry_parts(member.name, "its path")
+        if member.ischr() or member.isblk() or member.isfifo():
+            raise _Skip(f"refused: a {'FIFO' if member.isfifo() else 'device file'}")
+        if not parts:
+            if member.isdir():  # `.` or `./`: the root itself
+                return
+            raise _Skip("refused: an entry without a name")
+        self.links.pop(tuple(parts), None)  # a later entry replaces an earlier one
+        if member.issym():
+            self.links[tuple(parts)] = member
+        elif member.isdir():
+            self._folder(parts)
+        elif member.islnk():
+            self._hard_link(member, parts)
+        else:  # a regular file, sparse or not; tar reads an unknown type as one too
+            self._file(stream, member, parts)
+
+    def _folder(self, parts: Sequence[str]) -> str:
+        """The folder `parts` under the root, created as needed."""
+        path = self.root
+        for index, part in enumerate(parts):
+            path = os.path.join(path, part)
+            if path in self.folders:
+                continue
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                if not stat.S_ISDIR(os.lstat(path).st_mode):
+                    raise _Skip(f"cannot extract: {'/'.join(parts[:index + 1])!r} is also a file or a link in the "
+                                "archive") from None
+            self.folders.add(path)
+        return path
+
+    def _leaf(self, parts: Sequence[str]) -> str:
+        """Where the entry `parts` goes, its folder created and an earlier file or link of that name removed."""
+        path = os.path.join(self._folder(parts[:-1]), parts[-1])
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                raise _Skip(f"cannot extract: {'/'.join(parts)!r} is also a folder in the archive")
+            os.unlink(path)
+        return path
+
+    def _count(self, size: int, member: tarfile.TarInfo) -> None:
+        """Add `size` bytes to the total extracted, or stop extracting when they pass the limit."""
+        if self.total + size > MAX_TOTAL_BYTES:
+            raise _Stop(Problem(self._location(member), f"extracting it would pass the limit of {MAX_TOTAL_BYTES:,} "
+                                                        "bytes in all: extraction stopped there; what came before is "
+                                                        "scanned"))
+        self.total += size
+
+    def _file(self, stream: _Stream, member: tarfile.TarInfo, parts: Sequence[str]) -> None:
+        size = member.size  # a sparse file's real size
+        if size > MAX_ENTRY_BYTES:
+            raise _Skip(f"{size:,} bytes, over the limit of {MAX_ENTRY_BYTES:,} for one entry")
+        sparse = cast("list[tuple[int, int]] | None", member.sparse)  # typeshed says bytes: it is not
+        segments = [(0, size)] if sparse is None else sparse
+        if any(offset < 0 or length < 0 or offset + length > size for offset, length in segments):
+            raise _Skip("a damaged sparse map")
+        path = self._leaf(parts)
+        self._count(size, member)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(path, flags, 0o600), "wb") as out:
+            for offset, length in segments:
+                out.seek(offset)
+                while length > 0:
+                    chunk = stream.read(min(length, _CHUNK))
+                    if not chunk:
+                        raise _Stop(Problem(self._location(member), _TRUNCATED_ENTRY))
+                    out.write(chunk)
+                    length -= len(chunk)
+            out.truncate(size)
+
+    def _hard_link(self, member: tarfile.TarInfo, parts: Sequence[str]) -> None:
+        target_parts = _entry_parts(member.linkname, "its link target")
+        if target_parts == parts:
+            raise _Skip("cannot extract: a hard link to itself")
+        target = os.path.join(self.root, *target_parts)
+        try:
+            found = os.lstat(target)
+        except OSError:
+            raise _Skip(f"cannot extract: a hard link to {member.linkname!r}, which no entry before it "
+                        "extracted") from None
+        if stat.S_ISDIR(found.st_mode):
+            raise _Skip(f"cannot extract: a hard link onto the folder {member.linkname!r}")
+        if not stat.S_ISREG(found.st_mode):
+            raise _Skip(f"cannot extract: a hard link to {member.linkname!r}, which is not a regular file")
+        path = self._leaf(parts)
+        self._count(found.st_size, member)  # the readers read it once more
+        os.link(target, path, follow_symlinks=False)
+
+    def _symlinks(self) -> None:
+        """Make the symbolic links that lead inside the root; a link to a file counts the file's size again."""
+        for parts, member in self.links.items():
+            with self._entry(member):
+                if os.path.isabs(member.linkname):
+                    raise _Skip(f"refused: a link to the absolute path {member.linkname!r}")
+                path = self._leaf(parts)
+                target = os.path.realpath(os.path.join(os.path.dirname(path), member.linkname))
+                if target != self.root and not target.startswith(self.root + os.sep):
+                    raise _Skip(f"refused: a link to {member.linkname!r}, outside the archive")
+                self._count(os.path.getsize(target) if os.path.isfile(target) else 0, member)
+                os.symlink(member.linkname, path)
+
+    def _location(self, member: tarfile.TarInfo) -> str:
+        name = member.name if len(member.name) <= 200 else member.name[:200] + "…"
+        return f"{self.archive}!/{name}"
+
+
+def _entry_parts(name: str, what: str) -> list[str]:
+    """The components of an entry's path; _Skip when it is absolute or goes up with `..`."""
+    if name.startswith(("/", "\\")) or (len(name) > 2 and name[0].isalpha() and name[1] == ":" and name[2] in "/\\"):
+        raise _Skip(f"refused: {what} is absolute")
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise _Skip(f"refused: {what} goes up with '..'")
+    return parts
+
+
+def _is_header(block: bytes) -> bool:
+    try:
+        tarfile.TarInfo.frombuf(block, _Stream.encoding, _Stream.errors)
+    except _HEADER_ERRORS:
+        return False
+    return True
+
+
 def _rel(path: Path, root: Path, prefix: str) -> str:
-    return prefix + path.relative_to(root).as_posix()
+    """`path` as reports show it: relative to the input, after its prefix, bytes that are not UTF-8 replaced."""
+    return (prefix + path.relative_to(root).as_posix()).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _visible_files(folder: Path, root: Path, prefix: str, problems: list[Problem]) -> list[Path]:
-    """Files under `folder`, hidden ones left out; links that lead outside `root` are refused."""
-    real_root = root.resolve()
-    found = []
-    for path in sorted(folder.rglob("*")):
-        if any(part.startswith(".") for part in path.relative_to(folder).parts) or not path.is_file():
-            continue
-        if path.is_symlink() and not path.resolve().is_relative_to(real_root):
-            problems.append(Problem(_rel(path, root, prefix), "a link to a file outside the input; skipped"))
-            continue
-        found.append(path)
-    return found
+    """Files under `folder`, hidden ones left out; one that is not a regular file inside `root` (a link leading
+    outside, a FIFO, a device, a socket) is one problem."""
+    paths = [p for p in sorted(folder.rglob("*")) if not p.is_dir()]
+    return _readable([p for p in paths if not any(part.startswith(".") for part in p.relative_to(folder).parts)],
+                     root, prefix, problems)
+
+
+def _readable(paths: Iterable[Path], root: Path, prefix: str, problems: list[Problem]) -> list[Path]:
+    """The paths that are regular files inside `root`, by the one rule of `files.open_input`; each other path is
+    one problem."""
+    kept = []
+    for path in paths:
+        try:
+            open_input(path, root).close()
+        except OSError as exc:
+            reason = str(exc.strerror) if isinstance(exc, UnsafeInput) else f"cannot read: {exc.strerror or exc}"
+            problems.append(Problem(_rel(path, root, prefix), reason))
+        else:
+            kept.append(path)
+    return kept
 
 
 def _load_dir(snap: Snapshot, root: Path, prefix: str) -> None:
     snap.roots.append(root)
     if dump.is_cluster_info_dump(root):
         snap.formats.append("cluster-info-dump")
-        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in dump.dump_object_files(root)])
-        snap.log_files.extend(dump.dump_log_files(root, snap.problems, prefix))
+        lists = _readable(dump.dump_object_files(root), root, prefix, snap.problems)
+        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in lists])
+        snap.log_files.extend(dump.dump_log_files(root, snap.problems, lambda p: _rel(p, root, prefix)))
         return
     if not any((root / marker).exists() for marker in BUNDLE_MARKERS):
         snap.formats.append("files")
@@ -116,7 +485,9 @@ def _load_dir(snap: Snapshot, root: Path, prefix: str) -> None:
         _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files if _is_object_file(p)])
         return
     snap.formats.append("bundle-v1")
-    _read_bundle_meta(snap, root / "bundle.yaml", prefix)
+    meta = root / "bundle.yaml"
+    if os.path.lexists(meta) and _readable([meta], root, prefix, snap.problems):
+        _read_bundle_meta(snap, meta, prefix)
     objects = root / "objects"
     if objects.is_dir():
         files = [p for p in _visible_files(objects, root, prefix, snap.problems) if _is_object_file(p)]
@@ -130,8 +501,12 @@ def _load_dir(snap: Snapshot, root: Path, prefix: str) -> None:
     audit = root / "audit"
     if audit.is_dir():
         snap.audit_files.extend(
-            AuditFile(p, _rel(p, root, prefix)) for p in _visible_files(audit, root, prefix, snap.problems)
+            AuditFile(p, _rel(p, root, prefix), root) for p in _visible_files(audit, root, prefix, snap.problems)
         )
+    metrics = root / "metrics"
+    if metrics.is_dir():
+        for path in sorted(metrics.glob("*.prom")):  # opened (or refused) by sources.metrics
+            snap.add_metrics_file(path, _rel(path, root, prefix), root)
 
 
 def _is_object_file(path: Path) -> bool:
@@ -144,18 +519,11 @@ def _read_bundle_meta(snap: Snapshot, path: Path, prefix: str) -> None:
     if not path.is_file():
         return
     display = prefix + "bundle.yaml"
-    try:
-        meta: Any = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=yaml.CSafeLoader)
-        expanded_size(meta)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        snap.problems.append(Problem(f"{display}:{mark.line + 1 if mark else 1}", f"invalid YAML: {exc}"))
-        return
-    except (AliasBomb, RecursionError) as exc:
-        snap.problems.append(Problem(display, f"refused: {exc}"))
-        return
+    reported = len(snap.problems)
+    meta: Any = load_yaml_file(path, display, snap.problems, path.parent)
     if not isinstance(meta, dict):
-        snap.problems.append(Problem(display, "bundle.yaml is not a mapping; ignored"))
+        if len(snap.problems) == reported:  # else load_yaml_file said why
+            snap.problems.append(Problem(display, "bundle.yaml is not a mapping; ignored"))
         return
     collected = meta.get("collectedAt")
     if collected is not None:
@@ -197,13 +565,41 @@ def _load_objects(snap: Snapshot, files: list[tuple[Path, str]]) -> None:
     gc.disable()
     try:
         if workers > 1 and total >= PARALLEL_OBJECT_BYTES:
-            with ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=gc.disable) as pool:
-                _index_all(snap, pool.map(load_object_file, files, chunksize=4))
+            _index_all(snap, _parallel_loads(files, workers))
         else:
             _index_all(snap, map(load_object_file, files))
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _parallel_loads(files: list[tuple[Path, str]], workers: int) -> Iterator[FileLoad]:
+    """Each file's load, in order, parsed on a pool of forked workers. A worker that dies (a signal, the OOM
+    killer) breaks the pool and fails every file not parsed yet: those are parsed again one at a time in a
+    fresh single worker, so that a crash is pinned on the one file that causes it, which becomes one problem,
+    and never reaches this process."""
+    context = get_context("fork")
+    alone: ProcessPoolExecutor | None = None
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=gc.disable) as pool:
+        futures = [pool.submit(load_object_file, job) for job in files]
+        try:
+            for job, future in zip(files, futures, strict=True):
+                try:
+                    yield future.result()
+                    continue
+                except BrokenProcessPool:
+                    pass
+                alone = alone or ProcessPoolExecutor(1, mp_context=context, initializer=gc.disable)
+                try:
+                    yield alone.submit(load_object_file, job).result()
+                except BrokenProcessPool:
+                    alone.shutdown()
+                    alone = None
+                    yield FileLoad([], [Problem(job[1], "the process parsing this file died (killed by a signal, "
+                                                        "or out of memory); skipped")], [])
+        finally:
+            if alone is not None:
+                alone.shutdown()
 
 
 def _index_all(snap: Snapshot, loads: Iterable[FileLoad]) -> None:

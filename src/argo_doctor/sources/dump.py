@@ -9,11 +9,13 @@ namespace `events`, `replication-controllers`, `services`, `daemonsets`, `deploy
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from argo_doctor.model import Problem
+from argo_doctor.sources.files import UnsafeInput, open_input
 from argo_doctor.sources.logs import LogFile
 
 DUMP_LISTS = ("events", "replication-controllers", "services", "daemonsets", "deployments", "replicasets", "pods")
@@ -26,40 +28,48 @@ _MARKER_MAX = 4096
 
 def is_cluster_info_dump(root: Path) -> bool:
     """A directory is a dump when it has `nodes.<ext>` and a namespace folder with a pods list."""
-    if not any((root / f"nodes.{ext}").is_file() for ext in ("json", "yaml", "txt")):
+    if not any(os.path.lexists(root / f"nodes.{ext}") for ext in ("json", "yaml", "txt")):
         return False
-    return any(child.is_dir() and any(child.glob("pods.*")) for child in root.iterdir())
+    return any(any(child.glob("pods.*")) for child in _folders(root))
 
 
 def dump_object_files(root: Path) -> Iterator[Path]:
-    """The object list files of a dump, nodes first."""
+    """The object list files of a dump, nodes first, as named: the caller checks each is a regular file inside
+    the input. Links to folders are not followed."""
     for ext in ("json", "yaml"):
-        if (root / f"nodes.{ext}").is_file():
+        if os.path.lexists(root / f"nodes.{ext}"):
             yield root / f"nodes.{ext}"
-    for ns_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+    for ns_dir in _folders(root):
         for name in DUMP_LISTS:
             for ext in ("json", "yaml"):
                 candidate = ns_dir / f"{name}.{ext}"
-                if candidate.is_file():
+                if os.path.lexists(candidate):
                     yield candidate
 
 
-def dump_log_files(root: Path, problems: list[Problem], prefix: str = "") -> Iterator[LogFile]:
-    """Every container section of every `logs.txt`, as a LogFile over its byte range."""
-    for path in sorted(root.glob("*/*/logs.txt")):
-        display = prefix + path.relative_to(root).as_posix()
+def dump_log_files(root: Path, problems: list[Problem], display: Callable[[Path], str]) -> Iterator[LogFile]:
+    """Every container section of every `<namespace>/<pod>/logs.txt`, as a LogFile over its byte range; a
+    `logs.txt` that is not a regular file inside `root` (a FIFO, a device, a link leading outside) is one problem."""
+    logs = (pod_dir / "logs.txt" for ns_dir in _folders(root) for pod_dir in _folders(ns_dir))
+    for path in sorted(p for p in logs if os.path.lexists(p)):
         try:
-            yield from _sections(path, display)
+            yield from _sections(path, root, display(path))
         except OSError as exc:
-            problems.append(Problem(display, f"cannot read: {exc.strerror or exc}"))
+            reason = str(exc.strerror) if isinstance(exc, UnsafeInput) else f"cannot read: {exc.strerror or exc}"
+            problems.append(Problem(display(path), reason))
 
 
-def _sections(path: Path, display: str) -> Iterator[LogFile]:
+def _folders(parent: Path) -> list[Path]:
+    """The folders right under `parent`; links to folders are not followed, as `Path.rglob` does not follow them."""
+    return sorted(p for p in parent.iterdir() if p.is_dir() and not p.is_symlink())
+
+
+def _sections(path: Path, root: Path, display: str) -> Iterator[LogFile]:
     """Find the START/END markers in one pass and yield the range of each container's log."""
     markers: list[tuple[int, int, re.Match[bytes] | None]] = []  # (offset, line, START match, None for END)
     base = line = 0  # file offset and line number of the start of `carry`
     carry = b""
-    with path.open("rb") as handle:
+    with open_input(path, root) as handle:
         while chunk := handle.read(_SCAN_CHUNK):
             buf = carry + chunk
             cut = buf.rfind(b"\n") + 1

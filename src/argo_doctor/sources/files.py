@@ -57,9 +57,9 @@ def read_input(path: Path, root: Path | None = None, limit: int | None = None) -
             size = os.fstat(handle.fileno()).st_size
             if size > limit:
                 raise UnsafeInput(path, f"{size:,} bytes, over the limit of {limit:,} for this kind of file; skipped")
-            data = handle.read(limit + 1)
-            if len(data) > limit:
-                raise UnsafeInput(path, f"grew past the limit of {limit:,} bytes while read; skipped")
+            data = handle.read(size + 1)  # never reserve the whole limit up front
+            if len(data) > size:
+                raise UnsafeInput(path, "grew while it was read; skipped")
             return data
         return handle.read()
 
