@@ -177,7 +177,7 @@ class Baseline:
     """What the known-good inputs give alone."""
 
     expected: Mapping[str, frozenset[tuple[str, ...]]]
-    """By command, the projection (see `project`) of what it gives for its good input alone: GOOD, and
+    """By command, the projection (see PROJECTIONS) of what it gives for its good input alone: GOOD, and
     DEPRECATED for `deprecations`."""
     deprecated: frozenset[tuple[str, ...]]
     """(rule, title) of every finding of `scan DEPRECATED`."""

@@ -1,7 +1,7 @@
 """Hostile audit logs: a small gzip of nothing but newlines, and a flood of controller patch events.
 
 Both are generated compactly, as one gzip stream whose compressed chunk is repeated (256 KB of gzip →
-256 MiB of newlines; 10,000 events compressed once, repeated 12 times → 120,000 events at the compression
+256 MiB of newlines; 10,000 events compressed once, repeated 8 times → 80,000 events at the compression
 ratio of real audit logs).
 """
 
@@ -21,14 +21,14 @@ EVENT = (
     '"namespace":"hostile","name":"cm-%d","apiVersion":"v1"},"responseStatus":{"code":200},'
     '"requestReceivedTimestamp":"2026-11-20T%02d:%02d:%02d.%06dZ"}\n'
 )
-EVENTS_PER_CHUNK, REPEATS = 10_000, 12
-FLOOD_GROWTH = 64 << 20
-"""How much more the flood may make the scan's peak RSS than examples/argocd-basic alone: 120,000 audit
-events kept whole take about 130 MiB."""
+EVENTS_PER_CHUNK, REPEATS = 10_000, 8
+FLOOD_GROWTH = 40 << 20
+"""How much more the flood may make the scan's peak RSS than examples/argocd-basic alone: 80,000 audit
+events kept whole take about 90 MiB."""
 
 
 def flood() -> bytes:
-    """120,000 completed patches by the application controller, as a gzip."""
+    """80,000 completed patches by the application controller, as a gzip."""
     lines = "".join(
         EVENT % (i, i * 7919, i % 100, i % 100, i // 3600 % 24, i // 60 % 60, i % 60, i)
         for i in range(EVENTS_PER_CHUNK)
@@ -45,7 +45,7 @@ def test_gzip_of_newlines(argo: Argo, good: Baseline, tmp_path: Path, command: s
 
 @pytest.mark.parametrize("command", ["scan", "timeline"])
 def test_flood_of_controller_patches(argo: Argo, good: Baseline, tmp_path: Path, command: str) -> None:
-    """120,000 patch events: each rule keeps bounded state, so the peak RSS grows by less than `FLOOD_GROWTH`."""
+    """80,000 patch events: each rule keeps bounded state, so the peak RSS grows by less than `FLOOD_GROWTH`."""
     hostile = write_tree(tmp_path / "hostile", {"audit/flood.log.gz": flood()})
     run = assert_reader(argo, command, hostile, None, "", good)
     assert run.peak_rss is not None

@@ -28,7 +28,7 @@ from argo_doctor.model import Problem
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import dump
 from argo_doctor.sources.audit import AuditFile
-from argo_doctor.sources.files import UnsafeInput, open_input
+from argo_doctor.sources.files import UnsafeInput, exists, is_dir, open_input
 from argo_doctor.sources.logs import LogFile
 from argo_doctor.sources.objects import OBJECT_SUFFIXES, FileLoad, load_object_file, load_yaml_file
 from argo_doctor.timeutil import parse_time
@@ -71,7 +71,7 @@ def load(paths: Iterable[str | Path], workdir: Path | None = None) -> Snapshot:
     for item in readable_inputs(inputs, workdir, snap.problems):
         if item.extracted:
             _load_dir(snap, item.path, prefix=f"{item.given.name}!/" if several else "")
-        elif item.path.is_dir():
+        elif is_dir(item.path):
             _load_dir(snap, item.path, prefix=f"{item.given.name}/" if several else "")
         else:
             snap.formats.append("files")
@@ -108,7 +108,7 @@ def readable_inputs(paths: Sequence[Path], workdir: Path | None, problems: list[
 
 
 def _input(given: Path, workdir: Path | None, problems: list[Problem]) -> Input:
-    if given.is_dir():
+    if is_dir(given):
         return Input(given, given)
     if not os.path.lexists(given):
         raise InputError("no such file or directory")
@@ -123,8 +123,8 @@ def _input(given: Path, workdir: Path | None, problems: list[Problem]) -> Input:
 def _single_child(root: Path) -> Path:
     """A tarball that holds one top folder is read from inside it."""
     entries = [p for p in root.iterdir() if not p.name.startswith(".")]
-    single = len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink()
-    if single and not any((root / m).exists() for m in BUNDLE_MARKERS):
+    single = len(entries) == 1 and is_dir(entries[0]) and not entries[0].is_symlink()
+    if single and not any(exists(root / m) for m in BUNDLE_MARKERS):
         return entries[0]
     return root
 
@@ -451,7 +451,7 @@ def _rel(path: Path, root: Path, prefix: str) -> str:
 def _visible_files(folder: Path, root: Path, prefix: str, problems: list[Problem]) -> list[Path]:
     """Files under `folder`, hidden ones left out; one that is not a regular file inside `root` (a link leading
     outside, a FIFO, a device, a socket) is one problem."""
-    paths = [p for p in sorted(folder.rglob("*")) if not p.is_dir()]
+    paths = [p for p in sorted(folder.rglob("*")) if not is_dir(p)]
     return _readable([p for p in paths if not any(part.startswith(".") for part in p.relative_to(folder).parts)],
                      root, prefix, problems)
 
@@ -479,7 +479,7 @@ def _load_dir(snap: Snapshot, root: Path, prefix: str) -> None:
         _load_objects(snap, [(p, _rel(p, root, prefix)) for p in lists])
         snap.log_files.extend(dump.dump_log_files(root, snap.problems, lambda p: _rel(p, root, prefix)))
         return
-    if not any((root / marker).exists() for marker in BUNDLE_MARKERS):
+    if not any(os.path.lexists(root / marker) for marker in BUNDLE_MARKERS):
         snap.formats.append("files")
         files = _visible_files(root, root, prefix, snap.problems)
         _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files if _is_object_file(p)])
@@ -488,25 +488,35 @@ def _load_dir(snap: Snapshot, root: Path, prefix: str) -> None:
     meta = root / "bundle.yaml"
     if os.path.lexists(meta) and _readable([meta], root, prefix, snap.problems):
         _read_bundle_meta(snap, meta, prefix)
-    objects = root / "objects"
-    if objects.is_dir():
+    objects = _folder(root, "objects", prefix, snap.problems)
+    if objects is not None:
         files = [p for p in _visible_files(objects, root, prefix, snap.problems) if _is_object_file(p)]
         _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files])
-    logs = root / "logs"
-    if logs.is_dir():
+    logs = _folder(root, "logs", prefix, snap.problems)
+    if logs is not None:
         for path in _visible_files(logs, root, prefix, snap.problems):
             log_file = _log_file(path, root, prefix, snap.problems)
             if log_file is not None:
                 snap.log_files.append(log_file)
-    audit = root / "audit"
-    if audit.is_dir():
+    audit = _folder(root, "audit", prefix, snap.problems)
+    if audit is not None:
         snap.audit_files.extend(
             AuditFile(p, _rel(p, root, prefix), root) for p in _visible_files(audit, root, prefix, snap.problems)
         )
-    metrics = root / "metrics"
-    if metrics.is_dir():
+    metrics = _folder(root, "metrics", prefix, snap.problems)
+    if metrics is not None:
         for path in sorted(metrics.glob("*.prom")):  # opened (or refused) by sources.metrics
             snap.add_metrics_file(path, _rel(path, root, prefix), root)
+
+
+def _folder(root: Path, name: str, prefix: str, problems: list[Problem]) -> Path | None:
+    """The bundle folder `name` when it is one; a link that leads to no folder is one problem."""
+    path = root / name
+    if is_dir(path):
+        return path
+    if path.is_symlink():
+        problems.append(Problem(_rel(path, root, prefix), "a link that leads to no readable folder; skipped"))
+    return None
 
 
 def _is_object_file(path: Path) -> bool:

@@ -78,3 +78,21 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"
+
+
+def is_dir(path: Path) -> bool:
+    """Whether `path` (links followed) is a directory; False for anything that cannot be stat'ed, such as a
+    link to an over-long name (where `Path.is_dir` raises)."""
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def exists(path: Path) -> bool:
+    """Whether `path` (links followed) exists; False for anything that cannot be stat'ed."""
+    try:
+        path.stat()
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return True
