@@ -13,7 +13,6 @@ from types import FrameType
 from typing import Any, TypeVar
 
 import click
-import yaml
 
 from argo_doctor import __version__, deprecations, github_app, helm, knowledge
 from argo_doctor.engine import health_assessor, parse_options, run_scan, select_analyzers, signatures_for
@@ -26,6 +25,7 @@ from argo_doctor.report.columns import columns
 from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import bundle
+from argo_doctor.sources.objects import load_yaml_file
 from argo_doctor.sources.redact import SecretScrubber, clean
 from argo_doctor.timeline import full_timeline, select
 from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
@@ -259,14 +259,10 @@ def deprecations_command(paths: tuple[Path, ...], target_version: str | None, ou
 
 def _cluster_version(roots: list[Path]) -> tuple[int, int] | None:
     """The cluster version of the first bundle among the folders (bundle.yaml `cluster.version`)."""
-    from argo_doctor.sources.files import read_input
-
     for root in roots:
-        try:  # a regular file inside the bundle, of at most 1 MiB, like every input file
-            text = read_input(root / "bundle.yaml", root, 1 << 20).decode("utf-8", errors="replace")
-            doc = yaml.load(text, Loader=yaml.CSafeLoader)
-        except (OSError, yaml.YAMLError):
-            continue
+        # the scan's own loader for settings files (regular file inside the bundle, size, depth and alias guards);
+        # its problems are the scan's to report, not this look-up's
+        doc = load_yaml_file(root / "bundle.yaml", "bundle.yaml", [], root)
         cluster = doc.get("cluster") if isinstance(doc, dict) else None
         if isinstance(cluster, dict):
             return deprecations.parse_version(str(cluster.get("version") or ""))
