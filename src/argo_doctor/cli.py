@@ -14,12 +14,14 @@ from typing import Any, TypeVar
 
 import click
 
-from argo_doctor import __version__, deprecations, github_app, helm, knowledge
+from argo_doctor import __version__, deprecations, helm, knowledge
 from argo_doctor.engine import health_assessor, parse_options, run_scan, select_analyzers, signatures_for
 from argo_doctor.errors import ArgoDoctorError, ConfigError
+from argo_doctor.github import app as github_app
 from argo_doctor.model import Problem, Severity
 from argo_doctor.report import REPORTERS
 from argo_doctor.report import deprecations as deprecations_report
+from argo_doctor.report import github as github_report
 from argo_doctor.report import helm as helm_report
 from argo_doctor.report.columns import columns
 from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
@@ -318,9 +320,9 @@ def github_app_check(
     with _errors_to_exit():
         result = github_app.check(app_id, installation_id, private_key.read_bytes(), api_url, clock_offset)
     if output == "json":
-        click.echo(encode(github_app.result_json(result)))
+        click.echo(encode(github_report.result_json(result)))
     else:
-        click.echo(github_app.result_text(result))
+        click.echo(github_report.result_text(result))
     if result.error is not None:
         sys.exit(EXIT_USAGE)
     if result.status != 201:

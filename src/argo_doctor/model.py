@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from argo_doctor.sources.redact import redact_text
-
 EvidenceKind = Literal["object", "log", "audit", "event", "metric", "probe"]
 
 
@@ -52,15 +50,12 @@ class Ref:
 
 @dataclass(frozen=True)
 class Evidence:
-    """One piece of evidence: where it is, when it happened, and what it says (redacted)."""
+    """One piece of evidence: where it is, when it happened, and what it says (the engine redacts it)."""
 
     kind: EvidenceKind
     location: str
     excerpt: str
     time: datetime | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "excerpt", redact_text(self.excerpt))
 
 
 @dataclass(frozen=True)
@@ -75,7 +70,8 @@ class Remediation:
 
 @dataclass
 class Finding:
-    """One diagnosed problem, with its root cause, evidence and fix."""
+    """One diagnosed problem, with its root cause, evidence and fix. Analyzers build it from what the input
+    says; the engine redacts every string in it before anything else sees it."""
 
     rule: str
     severity: Severity
@@ -86,10 +82,6 @@ class Finding:
     remediation: Remediation = field(default_factory=lambda: Remediation(text=""))
     chain: list[int] = field(default_factory=list)
     """Indexes into `evidence`, in causal order, when the finding links them into a chain."""
-
-    def __post_init__(self) -> None:
-        self.summary = redact_text(self.summary)
-        self.title = redact_text(self.title)
 
     @property
     def id(self) -> str:

@@ -16,6 +16,7 @@ import msgspec
 from argo_doctor.knowledge import component_rules
 from argo_doctor.model import Problem, Ref
 from argo_doctor.sources.audit import AuditEvent, AuditFile, read_audit_file
+from argo_doctor.sources.charts import ChartFiles, find_charts, read_chart
 from argo_doctor.sources.files import open_input
 from argo_doctor.sources.logs import LogFile, LogRecord, parse_line
 from argo_doctor.sources.metrics import MetricsFile, Sample, read_metrics_file
@@ -24,6 +25,7 @@ from argo_doctor.sources.objects import (
     ObjectHead,
     RawObject,
     as_list,
+    load_yaml_file,
     mapping,
     object_head,
     split_api_version,
@@ -448,6 +450,25 @@ class Snapshot:
         to `problems`."""
         for metrics_file in self.metrics_files:
             yield from read_metrics_file(metrics_file, self.problems, names)
+
+    # -- files beside the objects ------------------------------------------------------------
+    def clock_probes(self) -> list[tuple[str, dict[str, Any]]]:
+        """(display name, document) of each input's `clock.yaml` (probes taken by `collect`), read on every call;
+        problems go to `problems`."""
+        found = []
+        for root in self.roots:
+            path = root / "clock.yaml"
+            if not path.is_file():
+                continue
+            display = "clock.yaml" if len(self.roots) == 1 else f"{root.name}/clock.yaml"
+            found.append((display, mapping(load_yaml_file(path, display, self.problems, root))))
+        return found
+
+    @cached_property
+    def charts(self) -> list[ChartFiles]:
+        """Every Helm chart under the inputs' `repo/` folders (sub-charts too), read on first use."""
+        return [read_chart(path, root=root / "repo") for root in self.roots
+                for path in find_charts(root / "repo") if (root / "repo").is_dir()]
 
     def log_files_of(self, namespace: str, pod: str) -> list[LogFile]:
         """The log files of one pod (every container, current and previous)."""

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from argo_doctor.cli import main
-from argo_doctor.clock import estimate_clocks
-from argo_doctor.jwt_window import EXPIRED_TEXT, IAT_TEXT
+from argo_doctor.facts.clock import estimate_clocks
+from argo_doctor.github.jwt_window import EXPIRED_TEXT, IAT_TEXT
 from argo_doctor.sources import bundle
 from tests.conftest import BUNDLES, EXAMPLES
 from tests.conftest import scan_json as scan

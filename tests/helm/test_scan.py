@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from argo_doctor.helm import ChartReport, NondeterministicUse, find_charts, nondeterministic_functions, scan_chart
+from argo_doctor.helm import ChartReport, NondeterministicUse, nondeterministic_functions, scan_chart
+from argo_doctor.sources.charts import find_charts
 
 CHARTS = Path(__file__).resolve().parent / "charts"
 CA_BUNDLE = ("webhooks", "[]", "clientConfig", "caBundle")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from argo_doctor.clock import probe_samples
+from argo_doctor.facts.clock import probe_samples
 from argo_doctor.helm.scan import scan_chart
 from argo_doctor.model import Problem
 from argo_doctor.sources import bundle, objects

@@ -7,16 +7,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from argo_doctor.clock import MIN_SAMPLES, ClockEstimate, estimate_clocks
 from argo_doctor.errors import ConfigError
+from argo_doctor.facts.clock import MIN_SAMPLES, ClockEstimate, estimate_clocks
+from argo_doctor.facts.webhooks import CallFailure, call_failures
 from argo_doctor.health import HealthAssessor
-from argo_doctor.helm import ChartReport, NondeterministicUse, find_charts, scan_chart
+from argo_doctor.helm import ChartReport, NondeterministicUse, analyse_chart
 from argo_doctor.model import Finding
 from argo_doctor.snapshot import Obj, Snapshot
 from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import mapping
-from argo_doctor.webhooks import CallFailure, call_failures
 
 
 @dataclass
@@ -44,8 +44,7 @@ class Context:
     def chart_reports(self) -> list[ChartReport]:
         """Every Helm chart under the input's `repo/` folders, analysed once."""
         if self._charts is None:
-            self._charts = [scan_chart(path) for root in self.snap.roots
-                            for path in find_charts(root / "repo") if (root / "repo").is_dir()]
+            self._charts = [analyse_chart(chart) for chart in self.snap.charts]
         return self._charts
 
     def chart_for(self, app: Obj) -> ChartReport | None:

@@ -20,13 +20,13 @@ from typing import Any, NamedTuple
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
+from argo_doctor.facts.webhooks import CONFIG_KINDS, failed_webhook_name
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_int, as_list, mapping
 from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
-from argo_doctor.webhooks import CONFIG_KINDS, failed_webhook_name
 
 MAX_LINES = 20_000
 MAX_TEXT = 4096

@@ -1,9 +1,11 @@
-"""Helpers shared by analyzers: evidence from objects, events and logs."""
+"""Helpers shared by analyzers: evidence from objects, events and logs, and what a Context tells several rules."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from argo_doctor.analyzers import Context
+from argo_doctor.facts.webhooks import Webhook
 from argo_doctor.model import Evidence
 from argo_doctor.snapshot import KEvent, Obj
 from argo_doctor.sources.logs import LogRecord
@@ -31,3 +33,15 @@ def log_evidence(record: LogRecord) -> Evidence:
 def plural(count: int, word: str) -> str:
     """`1 pod`, `3 pods`."""
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def regenerating_chart(ctx: Context, hook: Webhook) -> str | None:
+    """The chart call that regenerates this webhook's caBundle, when the managing app's chart has one."""
+    config = hook.config
+    app = ctx.snap.app_of(config)
+    if app is None:
+        return None
+    for use in ctx.chart_uses(app):
+        if use.resource_kind == config.kind and "caBundle" in use.field:
+            return f"{use.function} at {use.call}, through {use.output} (Application {app.name})"
+    return None

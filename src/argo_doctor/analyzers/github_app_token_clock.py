@@ -2,7 +2,7 @@
 node's clock breaks the JWT they sign.
 
 Joins the replicas that log `could not refresh installation id N's token` with the clock offset
-of their node (`argo_doctor.clock`) and the JWT arithmetic of `argo_doctor.jwt_window`. When every
+of their node (`argo_doctor.facts.clock`) and the JWT arithmetic of `argo_doctor.github.jwt_window`. When every
 replica fails, the clock is not the cause and the finding points at the credentials instead.
 """
 
@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, plural
-from argo_doctor.analyzers.node_clock_skew import sample_evidence
-from argo_doctor.clock import ClockEstimate
-from argo_doctor.jwt_window import AHEAD_LIMIT, BEHIND_LIMIT, TOO_FAR_LIMIT, Verdict, Window, verdicts
+from argo_doctor.facts.clock import ClockEstimate
+from argo_doctor.github.jwt_window import AHEAD_LIMIT, BEHIND_LIMIT, TOO_FAR_LIMIT, Verdict, Window, verdicts
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
@@ -183,7 +182,7 @@ class GithubAppTokenClock(Analyzer):
         )
         if clean_clocks:
             summary += " The replicas that succeed run on nodes in sync: " + "; ".join(clean_clocks) + "."
-        evidence = self._failure_evidence(pod) + sample_evidence(estimate)[:3]
+        evidence = self._failure_evidence(pod) + estimate.evidence()[:3]
         return Finding(
             rule=self.id,
             severity=Severity.CRITICAL if window.verdict is not Verdict.ACCEPTED else Severity.HIGH,
@@ -220,7 +219,7 @@ class GithubAppTokenClock(Analyzer):
                 "or a stale copy of the credentials."
             ),
             objects=[pod.ref],
-            evidence=self._failure_evidence(pod) + sample_evidence(estimate)[:2],
+            evidence=self._failure_evidence(pod) + estimate.evidence()[:2],
             remediation=Remediation(
                 text="Compare the failing replica's network path and environment with a succeeding one's.",
                 command=f"kubectl -n {pod.namespace} describe pod {pod.name}",

@@ -14,12 +14,12 @@ from collections.abc import Iterable
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import object_evidence
+from argo_doctor.facts.ignore_differences import coverage, jq_expression, json_pointer, respects_ignore_differences
+from argo_doctor.facts.webhooks import ADMISSION_GROUP, CONFIG_KINDS
 from argo_doctor.helm import ChartReport, NondeterministicUse
-from argo_doctor.ignore_differences import coverage, jq_expression, json_pointer, respects_ignore_differences
 from argo_doctor.model import Evidence, Finding, Problem, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import mapping
-from argo_doctor.webhooks import ADMISSION_GROUP, CONFIG_KINDS
 
 DOCS = (
     "https://argo-cd.readthedocs.io/en/stable/user-guide/helm/#random-data",

@@ -1,6 +1,6 @@
 """node-clock-skew: a node whose clock is off against the API server's.
 
-Offsets come from `argo_doctor.clock` (Leases, Node heartbeats, kubelet Events, optional probes),
+Offsets come from `argo_doctor.facts.clock` (Leases, Node heartbeats, kubelet Events, optional probes),
 with their uncertainty. A node is reported when even the most favourable end of its offset's
 range is beyond the threshold; the severity grows with the offset. One info finding lists every
 node's estimate, so that nodes in sync and nodes with too few samples are stated, not implied.
@@ -12,11 +12,10 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.clock import ClockEstimate
-from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
+from argo_doctor.facts.clock import ClockEstimate
+from argo_doctor.model import Finding, Ref, Remediation, Severity
 
 DEFAULT_THRESHOLD = 1.0
-MAX_EVIDENCE = 6
 DOCS = (
     "https://kubernetes.io/docs/concepts/architecture/leases/#node-heart-beats",
     "https://chrony-project.org/doc/4.5/chronyc.html",
@@ -33,16 +32,6 @@ def severity_for(offset: float) -> Severity:
     if size >= 10:
         return Severity.MEDIUM
     return Severity.LOW
-
-
-def sample_evidence(estimate: ClockEstimate) -> list[Evidence]:
-    """The samples behind an estimate, the most precise first."""
-    ordered = sorted(estimate.samples, key=lambda s: (s.uncertainty, s.source))
-    return [
-        Evidence("probe" if s.source == "probe" else ("event" if s.source == "event" else "object"), s.location,
-                 f"{s.detail}: offset {s.offset:+.1f} s ± {s.uncertainty:.1f} s", s.time)
-        for s in ordered[:MAX_EVIDENCE]
-    ]
 
 
 class NodeClockSkew(Analyzer):
@@ -86,7 +75,7 @@ class NodeClockSkew(Analyzer):
                 "synchronisation is not running on the node."
             ),
             objects=[Ref("v1", "Node", "", node)],
-            evidence=sample_evidence(estimate),
+            evidence=estimate.evidence(),
             remediation=Remediation(
                 text=(
                     "Configure time synchronisation on the node (chrony or systemd-timesyncd, pointed at your "

@@ -15,11 +15,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
-from argo_doctor.analyzers.webhook_ca_mismatch import regenerating_chart
+from argo_doctor.analyzers.common import log_evidence, object_evidence, plural, regenerating_chart
+from argo_doctor.facts.webhooks import Webhook, backing_service, ready_endpoints, webhooks
 from argo_doctor.model import Evidence, Finding, Remediation, Severity
 from argo_doctor.sources.logs import LogRecord, LogSignature
-from argo_doctor.webhooks import Webhook, backing_service, ready_endpoints, webhooks
 
 MAX_FAILURE_EVIDENCE = 4
 DOCS = (

@@ -14,12 +14,12 @@ import binascii
 from collections.abc import Iterable
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import object_evidence
+from argo_doctor.analyzers.common import object_evidence, regenerating_chart
+from argo_doctor.facts.webhooks import Webhook, backing_service, serving_pods, webhooks
 from argo_doctor.model import Evidence, Finding, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import as_list, mapping
 from argo_doctor.sources.redact import fingerprint
-from argo_doctor.webhooks import Webhook, backing_service, serving_pods, webhooks
 
 CA_KEYS = ("ca.crt",)
 DOCS = (
@@ -144,18 +144,6 @@ class WebhookCaMismatch(Analyzer):
                 docs=DOCS,
             ),
         )
-
-
-def regenerating_chart(ctx: Context, hook: Webhook) -> str | None:
-    """The chart call that regenerates this webhook's caBundle, when the managing app's chart has one."""
-    config = hook.config
-    app = ctx.snap.app_of(config)
-    if app is None:
-        return None
-    for use in ctx.chart_uses(app):
-        if use.resource_kind == config.kind and "caBundle" in use.field:
-            return f"{use.function} at {use.call}, through {use.output} (Application {app.name})"
-    return None
 
 
 def fingerprint_of(redacted: str) -> str:

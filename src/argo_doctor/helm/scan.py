@@ -1,4 +1,5 @@
-"""Load a chart from disk, analyse its output templates, optionally render it twice with helm."""
+"""Analyse a chart's output templates (read by `sources.charts`); for `helm-check`, optionally render it twice
+with helm."""
 
 from __future__ import annotations
 
@@ -16,19 +17,9 @@ from argo_doctor.helm.functions import nondeterministic_functions
 from argo_doctor.helm.layout import resource_of
 from argo_doctor.helm.lexer import lex
 from argo_doctor.helm.model import ChartReport, NondeterministicUse, Switch
-from argo_doctor.model import Problem
-from argo_doctor.sources.objects import load_yaml_file
+from argo_doctor.sources.charts import ChartFiles, TemplateText, YamlDoc, read_chart
 
 HELM_TIMEOUT = 60.0
-
-
-def find_charts(root: Path) -> list[Path]:
-    """Directories holding a Chart.yaml under root (root included, sub-charts too), sorted."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    found = {p.parent for p in root.rglob("Chart.yaml") if p.is_file()}
-    return sorted(found)
 
 
 def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,57 +33,23 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_yaml(path: Path, label: str, problems: list[tuple[str, str]]) -> Any:
-    """The document of a values file or Chart.yaml, read as a regular file with the guards of object files
-    (size, binary content, nesting, aliases); None when empty or unusable."""
-    found: list[Problem] = []
-    data = load_yaml_file(path, label, found)
-    problems.extend((p.location, p.message) for p in found)
-    return data
-
-
-def _load_values(chart: Path, values_files: Sequence[Path], problems: list[tuple[str, str]]) -> dict[str, Any]:
+def _load_values(docs: Sequence[YamlDoc], problems: list[tuple[str, str]]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    sources = [(chart / "values.yaml", "values.yaml")] if (chart / "values.yaml").is_file() else []
-    sources += [(Path(f), str(f)) for f in values_files]
-    for path, label in sources:
-        data = _read_yaml(path, label, problems)
-        if data is None:
+    for doc in docs:
+        problems.extend(doc.problems)
+        if doc.data is None:
             continue
-        if not isinstance(data, Mapping):
-            problems.append((label, "values file is not a mapping"))
+        if not isinstance(doc.data, Mapping):
+            problems.append((doc.label, "values file is not a mapping"))
             continue
-        values = _merge(values, data)
+        values = _merge(values, doc.data)
     return values
 
 
-def _subcharts(chart: Path, problems: list[tuple[str, str]]) -> list[Path]:
-    out: list[Path] = []
-    charts_dir = chart / "charts"
-    if not charts_dir.is_dir():
-        return out
-    for child in sorted(charts_dir.iterdir()):
-        if child.is_dir() and (child / "Chart.yaml").is_file():
-            out.append(child)
-            out.extend(_subcharts(child, problems))
-        elif child.is_file() and child.name.endswith((".tgz", ".tar.gz")):
-            problems.append((child.relative_to(chart).as_posix(), "packaged sub-chart not analysed (unpack it)"))
-    return out
-
-
-def _template_paths(chart: Path) -> list[Path]:
-    tdir = chart / "templates"
-    if not tdir.is_dir():
-        return []
-    return sorted(p for p in tdir.rglob("*") if p.is_file())
-
-
-def _load_file(root: Path, path: Path, problems: list[tuple[str, str]]) -> tuple[TemplateFile, list[Define]] | None:
-    rel = path.relative_to(root).as_posix()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append((rel, f"unreadable template: {exc}"))
+def _load_file(template: TemplateText, problems: list[tuple[str, str]]) -> tuple[TemplateFile, list[Define]] | None:
+    rel, text = template.rel, template.text
+    if text is None:
+        problems.append((rel, template.error or "unreadable template"))
         return None
     lexed = lex(text)
     if lexed.error is not None:
@@ -122,13 +79,13 @@ def _is_output(rel_to_templates: str) -> bool:
     return not name.startswith("_") and name != "NOTES.txt"
 
 
-def _chart_meta(chart: Path, problems: list[tuple[str, str]]) -> tuple[str, str | None]:
-    name, version = chart.name, None
-    meta_path = chart / "Chart.yaml"
-    if not meta_path.is_file():
+def _chart_meta(chart: ChartFiles, problems: list[tuple[str, str]]) -> tuple[str, str | None]:
+    name, version = chart.path.name, None
+    if chart.meta is None:
         problems.append(("Chart.yaml", "missing"))
         return name, version
-    meta = _read_yaml(meta_path, "Chart.yaml", problems)
+    problems.extend(chart.meta.problems)
+    meta = chart.meta.data
     if isinstance(meta, Mapping):
         name = str(meta.get("name") or name)
         version = str(meta["version"]) if meta.get("version") is not None else None
@@ -186,33 +143,31 @@ def _render_twice(
     return "".join(diff)
 
 
-def scan_chart(path: Path, values_files: Sequence[Path] = (), render_twice: bool = False) -> ChartReport:
-    """Find every non-deterministic call reachable from the chart's output templates."""
-    chart_dir = Path(path)
+def analyse_chart(chart: ChartFiles) -> ChartReport:
+    """Find every non-deterministic call reachable from the chart's output templates (no I/O)."""
     problems: list[tuple[str, str]] = []
-    name, version = _chart_meta(chart_dir, problems)
-    report = ChartReport(path=chart_dir, name=name, version=version, problems=problems)
-    values = _load_values(chart_dir, values_files, problems)
+    name, version = _chart_meta(chart, problems)
+    report = ChartReport(path=chart.path, name=name, version=version, problems=problems)
+    values = _load_values(chart.values, problems)
+    problems.extend(chart.layout_problems)
 
     files: dict[str, TemplateFile] = {}
     defines: dict[str, Define] = {}
     outputs: list[str] = []
-    for sub in reversed(_subcharts(chart_dir, problems)):
-        for tpath in _template_paths(sub):
-            loaded = _load_file(chart_dir, tpath, problems)
+    for sub in reversed(chart.subcharts):
+        for template in sub:
+            loaded = _load_file(template, problems)
             if loaded is not None:
                 files[loaded[0].rel] = loaded[0]
                 defines.update((d.name, d) for d in loaded[1])
-    tdir = chart_dir / "templates"
-    for tpath in _template_paths(chart_dir):
-        loaded = _load_file(chart_dir, tpath, problems)
+    for template in chart.templates:
+        loaded = _load_file(template, problems)
         if loaded is None:
             continue
         files[loaded[0].rel] = loaded[0]
         defines.update((d.name, d) for d in loaded[1])
-        if _is_output(tpath.relative_to(tdir).as_posix()):
+        if _is_output(template.rel.removeprefix("templates/")):
             outputs.append(loaded[0].rel)
-
     analysis = Chart(files, defines, nondeterministic_functions())
     seen: set[tuple[str, str, tuple[str, ...], str, tuple[str, ...]]] = set()
     for rel in outputs:
@@ -242,9 +197,15 @@ def scan_chart(path: Path, values_files: Sequence[Path] = (), render_twice: bool
                 )
             )
     problems.extend(p for p in analysis.problems if p not in problems)
+    return report
 
+
+def scan_chart(path: Path, values_files: Sequence[Path] = (), render_twice: bool = False) -> ChartReport:
+    """`argo-doctor helm-check`: read the chart at `path` and analyse it; with `render_twice`, also render it twice
+    with the helm binary on PATH and keep the difference."""
+    report = analyse_chart(read_chart(path, values_files))
     helm = shutil.which("helm")
     report.helm_available = helm is not None
     if render_twice and helm is not None:
-        report.render_diff = _render_twice(chart_dir, name, values_files, helm, problems)
+        report.render_diff = _render_twice(Path(path), report.name, values_files, helm, report.problems)
     return report

@@ -361,8 +361,14 @@ def _bounded(text: str, at: int, value: str) -> bool:
 
 
 def redact(text: str, scrubber: SecretScrubber | None = None) -> str:
-    """`text` without the snapshot's Secret values and without anything that looks like a credential."""
-    return redact_text(scrubber.scrub(text) if scrubber is not None else text)
+    """`text` without anything that looks like a credential and without the snapshot's Secret values. The patterns
+    run first, so that a Secret value replaced inside a URL or a header cannot hide the rest of the credential from
+    them, and again when the scrubber changed the text."""
+    done = redact_text(text)
+    if scrubber is None:
+        return done
+    scrubbed = scrubber.scrub(done)
+    return done if scrubbed == done else redact_text(scrubbed)
 
 
 def clean(value: T, scrubber: SecretScrubber | None = None, *, human: bool = False) -> T:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from argo_doctor.clock import combine, estimate_clocks
+from argo_doctor.facts.clock import combine, estimate_clocks
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.objects import RawObject
 
@@ -164,7 +164,7 @@ def test_probes_without_an_apiserver_probe_are_not_used(tmp_path: Path) -> None:
 
 
 def test_combine_reports_the_spread() -> None:
-    from argo_doctor.clock import ClockSample
+    from argo_doctor.facts.clock import ClockSample
 
     samples = [ClockSample("n", "event", o, 0.5, "x", None, "") for o in (-10.0, -20.0, -30.0, -20.0)]
     estimate = combine("n", samples)

@@ -24,16 +24,16 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import Any, Literal
 
-from argo_doctor.model import Problem
+from argo_doctor.model import Evidence, Problem
 from argo_doctor.snapshot import KEvent, Obj, Snapshot
-from argo_doctor.sources.objects import as_list, load_yaml_file, mapping
+from argo_doctor.sources.objects import as_list, mapping
 from argo_doctor.timeutil import format_time, parse_time
 
 SampleSource = Literal["lease", "node-status", "event", "probe"]
 MIN_SAMPLES = 2
+MAX_EVIDENCE = 6
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 
 
@@ -79,6 +79,15 @@ class ClockEstimate:
             return f"0.0 s off the API server (± {self.uncertainty:.1f} s, {n} samples)"
         way = "ahead of" if self.offset > 0 else "behind"
         return f"{abs(self.offset):.1f} s {way} the API server (± {self.uncertainty:.1f} s, {n} samples)"
+
+    def evidence(self, limit: int = MAX_EVIDENCE) -> list[Evidence]:
+        """The samples behind the estimate as evidence, the most precise first."""
+        ordered = sorted(self.samples, key=lambda s: (s.uncertainty, s.source))
+        return [
+            Evidence("probe" if s.source == "probe" else ("event" if s.source == "event" else "object"), s.location,
+                     f"{s.detail}: offset {s.offset:+.1f} s ± {s.uncertainty:.1f} s", s.time)
+            for s in ordered[:limit]
+        ]
 
 
 def _kubelet_entry(obj: Obj, subresource: str | None) -> tuple[datetime, int] | None:
@@ -206,12 +215,7 @@ def _probe_offset(probe: dict[str, Any]) -> tuple[float, float] | None:
 def probe_samples(snap: Snapshot) -> list[ClockSample]:
     """Samples from `clock.yaml` probes, relative to the API server through its own probe."""
     samples = []
-    for root in snap.roots:
-        path = root / "clock.yaml"
-        if not path.is_file():
-            continue
-        display = "clock.yaml" if len(snap.roots) == 1 else f"{root.name}/clock.yaml"
-        doc = _read_clock_file(path, display, snap.problems, root)
+    for display, doc in snap.clock_probes():
         apiserver = _probe_offset(mapping(doc.get("apiserver")))
         if apiserver is None:
             snap.problems.append(Problem(display, "no usable apiserver probe: node probes cannot be related "
@@ -231,10 +235,6 @@ def probe_samples(snap: Snapshot) -> list[ClockSample]:
                 "(collector clock)",
             ))
     return samples
-
-
-def _read_clock_file(path: Path, display: str, problems: list[Problem], root: Path) -> dict[str, Any]:
-    return mapping(load_yaml_file(path, display, problems, root))
 
 
 def combine(node: str, samples: list[ClockSample], min_samples: int = MIN_SAMPLES) -> ClockEstimate:

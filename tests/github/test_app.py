@@ -16,9 +16,10 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from argo_doctor import github_app
 from argo_doctor.cli import main
-from argo_doctor.jwt_window import EXPIRED_TEXT, IAT_TEXT, TOO_FAR_TEXT, Verdict, Window, verdicts
+from argo_doctor.github import app as github_app
+from argo_doctor.github.jwt_window import EXPIRED_TEXT, IAT_TEXT, TOO_FAR_TEXT, Verdict, Window, verdicts
+from argo_doctor.report.github import result_text
 
 APP_ID = "356712"
 INSTALLATION = "41236985"
@@ -137,7 +138,7 @@ def test_a_skewed_github_is_measured_from_its_date_header(fake_github: FakeGitHu
     result = _check(fake_github)
     assert result.status == 401 and result.github_message == EXPIRED_TEXT
     assert result.server_offset is not None and abs(result.server_offset + 200) <= 1.6
-    assert "behind" in github_app.result_text(result)
+    assert "behind" in result_text(result)
 
 
 def test_wrong_key_and_wrong_installation(fake_github: FakeGitHub) -> None:

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from argo_doctor.cli import main
-from argo_doctor.ignore_differences import (
+from argo_doctor.facts.ignore_differences import (
     concrete_paths,
     coverage,
     jq_expression,
