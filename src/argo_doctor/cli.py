@@ -8,17 +8,21 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
 import click
+from rich.console import Console
 
 from argo_doctor import __version__, deprecations, helm, knowledge
-from argo_doctor.engine import health_assessor, parse_options, run_scan, select_analyzers, signatures_for
+from argo_doctor.analyzers import BASE_NEEDS
+from argo_doctor.engine import health_assessor, needs_for, parse_options, run_scan, select_analyzers, signatures_for
 from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.github import app as github_app
-from argo_doctor.model import Problem, Severity
+from argo_doctor.model import Needs, Problem, Severity
 from argo_doctor.report import REPORTERS
 from argo_doctor.report import deprecations as deprecations_report
 from argo_doctor.report import github as github_report
@@ -26,7 +30,10 @@ from argo_doctor.report import helm as helm_report
 from argo_doctor.report.columns import columns
 from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
 from argo_doctor.snapshot import Snapshot
-from argo_doctor.sources import bundle
+from argo_doctor.sources import bundle, rewrite
+from argo_doctor.sources import live as live_source
+from argo_doctor.sources.audit import AuditFile
+from argo_doctor.sources.live import DEFAULT_MAX_LOG_BYTES, Collected, LiveOptions, Tally, connect
 from argo_doctor.sources.objects import load_yaml_file
 from argo_doctor.sources.redact import SecretScrubber, clean
 from argo_doctor.timeline import full_timeline, select
@@ -82,6 +89,134 @@ def _lua_dir_option(func: F) -> F:
     )(func)
 
 
+@dataclass(frozen=True)
+class LiveArgs:
+    """The live-source options of a command."""
+
+    live: bool
+    kubeconfig: Path | None
+    context: str | None
+    namespaces: tuple[str, ...]
+    since: str
+    max_log_bytes: int
+    previous: bool
+    probe_node_clocks: bool
+    audit: tuple[Path, ...]
+    quiet: bool
+
+    def options(self, metrics: bool = False, redact: bool = True) -> LiveOptions:
+        """The collector's options; ConfigError for a bad --since."""
+        since = parse_go_duration(self.since)
+        if since is None or since <= 0:
+            raise ConfigError(f"--since {self.since!r} is not a positive duration like 24h or 90m")
+        if self.max_log_bytes <= 0:
+            raise ConfigError("--max-log-bytes must be positive")
+        return LiveOptions(self.namespaces, timedelta(seconds=since), self.max_log_bytes, self.previous,
+                           self.probe_node_clocks, metrics, redact=redact)
+
+
+def _cluster_options(func: F) -> F:
+    """The options of every command that reads a cluster: where it is, and how much to read."""
+    options = [
+        click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="Kubeconfig file (default: in-cluster configuration in a pod, else $KUBECONFIG or "
+                          "~/.kube/config)."),
+        click.option("--context", help="Kubeconfig context (default: the current one)."),
+        click.option("-n", "--namespace", "namespaces", multiple=True,
+                     help="An Argo namespace (repeatable; default: every namespace holding an Argo component)."),
+        click.option("--since", default="24h", show_default=True, help="How far back to read logs (Go duration)."),
+        click.option("--max-log-bytes", type=int, default=DEFAULT_MAX_LOG_BYTES, show_default=True,
+                     help="At most this many bytes of log per container."),
+        click.option("--previous/--no-previous", default=True, show_default=True,
+                     help="Also read the logs of the previous instance of containers that restarted."),
+        click.option("--probe-node-clocks", is_flag=True,
+                     help="Measure node clocks through the API server's node proxy (nodes/<node>/proxy/healthz). "
+                          "Needs the nodes/proxy permission, which also allows running commands on kubelets: grant "
+                          "it only for this. Without it, clocks are estimated from node Leases."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress display while reading the cluster."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _live_options(func: F) -> F:
+    """`--live` and `--audit`, then the cluster options: for commands that read files or, with --live, a cluster."""
+    func = _cluster_options(func)
+    func = click.option("--audit", "audit", multiple=True, type=click.Path(exists=True, path_type=Path),
+                        help="A local kube-apiserver audit log to add to a live scan (repeatable; the API does not "
+                             "serve audit logs).")(func)
+    return click.option("--live", is_flag=True,
+                        help="Read the cluster of the kubeconfig (read-only) instead of files.")(func)
+
+
+def _live_args(kwargs: dict[str, Any]) -> LiveArgs:
+    """The live options out of a command's keyword arguments (`collect` has neither --live nor --audit)."""
+    return LiveArgs(
+        live=kwargs.pop("live", True), kubeconfig=kwargs.pop("kubeconfig"), context=kwargs.pop("context"),
+        namespaces=kwargs.pop("namespaces"), since=kwargs.pop("since"), max_log_bytes=kwargs.pop("max_log_bytes"),
+        previous=kwargs.pop("previous"), probe_node_clocks=kwargs.pop("probe_node_clocks"),
+        audit=kwargs.pop("audit", ()), quiet=kwargs.pop("quiet"),
+    )
+
+
+def _progress(quiet: bool) -> tuple[Callable[[Tally], None], Callable[[Tally, int], None]]:
+    """A progress display on stderr (a live line on a terminal, nothing otherwise) and the summary printer."""
+    console = Console(stderr=True)
+    shown = not quiet and console.is_terminal
+    lock = threading.Lock()
+    status = console.status("reading the cluster…") if shown else None
+    if status is not None:
+        status.start()
+
+    def update(tally: Tally) -> None:
+        if status is not None:
+            with lock:
+                status.update(f"{tally.phase}: {tally.kinds} lists, {tally.pages} pages, {tally.objects:,} objects, "
+                              f"{tally.logs} logs ({tally.log_bytes / 1e6:.1f} MB), {tally.skipped} refused")
+
+    def done(tally: Tally, requests: int) -> None:
+        if status is not None:
+            status.stop()
+        if not quiet:
+            click.echo(f"argo-doctor: read {tally.objects:,} objects in {tally.pages} pages of {tally.kinds} lists, "
+                       f"{tally.logs} logs ({tally.log_bytes:,} bytes), {requests} requests; {tally.skipped} "
+                       "refused or failed (see bundle.yaml)", err=True)
+
+    return update, done
+
+
+def _collect(live: LiveArgs, root: Path, needs: Needs, metrics: bool = False, redact: bool = True) -> Collected:
+    """Read the cluster into the bundle folder `root`, with progress on stderr."""
+    options = live.options(metrics, redact)
+    client = connect(live.kubeconfig, live.context)
+    update, done = _progress(live.quiet)
+    try:
+        result = live_source.collect(client, root, needs, options, update)
+    finally:
+        client.close()
+    done(result.tally, result.requests)
+    return result
+
+
+def _snapshot(paths: tuple[Path, ...], workdir: Path, live: LiveArgs, needs: Needs) -> Snapshot:
+    """The Snapshot of the files, or of the cluster with --live (collected into `workdir`)."""
+    if live.live:
+        if paths:
+            raise ConfigError("give either files or --live, not both")
+        _collect(live, workdir / "live", needs)
+        snap = bundle.load([workdir / "live"], workdir)
+        snap.source = f"live: {snap.meta.get('cluster', {}).get('name') or 'cluster'}"
+        for path in live.audit:
+            snap.audit_files.append(AuditFile(path, str(path)))
+        return snap
+    if not paths:
+        raise ConfigError("nothing to read: give bundles, tarballs, dumps or files, or --live")
+    if live.audit:
+        raise ConfigError("--audit adds audit logs to a --live scan; a bundle holds its own under audit/")
+    return bundle.load(paths, workdir)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="argo-doctor")
 def main() -> None:
@@ -90,7 +225,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Choice(sorted(REPORTERS)), default="table", show_default=True)
 @click.option(
     "--fail-on", type=click.Choice([*SEVERITIES, "never"]), default="high", show_default=True,
@@ -101,11 +236,12 @@ def main() -> None:
 @click.option("--option", "option_pairs", multiple=True, metavar="RULE.KEY=VALUE",
               help="A rule option, e.g. node-clock-skew.threshold=5 (`argo-doctor rules` lists them).")
 @_lua_dir_option
+@_live_options
 def scan(
     paths: tuple[Path, ...], output: str, fail_on: str, rules: tuple[str, ...], skip_rules: tuple[str, ...],
-    option_pairs: tuple[str, ...], lua_dirs: tuple[Path, ...],
+    option_pairs: tuple[str, ...], lua_dirs: tuple[Path, ...], **live_kwargs: Any,
 ) -> None:
-    """Scan bundles, tarballs, cluster-info dumps or object files, and report findings.
+    """Scan bundles, tarballs, cluster-info dumps or object files, or the cluster with --live, and report findings.
 
     Exit status: 0 when no finding reaches --fail-on, 1 when one does, 2 for a usage error or
     unreadable input.
@@ -113,7 +249,7 @@ def scan(
     with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         analyzers = select_analyzers(rules, skip_rules)
         options = parse_options(option_pairs, analyzers)
-        snap = guard.watch(bundle.load(paths, Path(workdir)))
+        snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), needs_for(analyzers)))
         result = run_scan(snap, analyzers, lua_dirs, options)
         REPORTERS[output](result, sys.stdout)
         sys.stdout.flush()
@@ -125,14 +261,16 @@ def scan(
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--around", help="Centre of the window: an RFC 3339 time (e.g. 2026-11-22T15:03:00Z).")
 @click.option("--window", default="10m", show_default=True, help="Width of the window around --around (Go duration).")
 @click.option("--component", "components", multiple=True,
               help="Only this component (repo-server, application-controller, events, kube-apiserver, ...).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_live_options
 def timeline(
-    paths: tuple[Path, ...], around: str | None, window: str, components: tuple[str, ...], output: str
+    paths: tuple[Path, ...], around: str | None, window: str, components: tuple[str, ...], output: str,
+    **live_kwargs: Any,
 ) -> None:
     """Print one ordered timeline of every timestamped fact of every component, with the causal
     chains the findings establish."""
@@ -141,8 +279,9 @@ def timeline(
         width = parse_go_duration(window)
         if (around and centre is None) or width is None:
             raise ConfigError(f"--around {around!r} must be an RFC 3339 time and --window {window!r} a duration")
-        snap = guard.watch(bundle.load(paths, Path(workdir)))
-        result = run_scan(snap, select_analyzers())
+        analyzers = select_analyzers()
+        snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), needs_for(analyzers)))
+        result = run_scan(snap, analyzers)
         human = output != "json"
         entries = clean(select(full_timeline(snap, result.findings), centre, width, components), snap.scrubber,
                         human=human)
@@ -173,16 +312,18 @@ def timeline(
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @_lua_dir_option
-def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...]) -> None:
+@_live_options
+def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...], **live_kwargs: Any) -> None:
     """Print the health Argo CD would show for every object in the files.
 
     Lua health customizations come from an argocd-cm ConfigMap among the inputs and from --lua-dir.
     """
     with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
-        snap = guard.watch(bundle.load(paths, Path(workdir)))
+        needs = BASE_NEEDS | Needs(frozenset({"argoproj.io/Application"}), app_resources=True)
+        snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), needs))
         assessor = health_assessor(snap, lua_dirs)
         rows = [(obj, assessor.assess(obj.raw))
                 for obj in sorted(snap.all(), key=lambda o: (o.location.split(":")[0], o.kind, o.namespace, o.name))]
@@ -210,6 +351,70 @@ def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...]) -> 
         _problem_lines(problems, snap.scrubber)
 
 
+@main.command("collect")
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
+              help="A new folder, or a FILE.tar.gz (or .tgz, .tar) to write.")
+@click.option("--rule", "rules", multiple=True,
+              help="Collect only what this rule reads (repeatable; default: every rule).")
+@click.option("--no-redact", is_flag=True,
+              help="Keep Secret values, tokens and passwords as they are. The bundle then holds credentials: do not "
+                   "share it.")
+@_cluster_options
+def collect_command(out: Path, rules: tuple[str, ...], no_redact: bool, **live_kwargs: Any) -> None:
+    """Read the cluster (read-only) into a v1 bundle that `scan` reads as it reads the cluster, redacted.
+
+    Exit status: 0 when the bundle is written (reads the API refused are listed in its bundle.yaml), 2 for bad
+    options or an unreachable cluster.
+    """
+    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+        tarball = out.name.endswith(bundle.TARBALL_SUFFIXES)
+        if out.exists() and (tarball or not out.is_dir() or any(out.iterdir())):
+            raise ConfigError(f"{out} exists; give a new folder or file name")
+        if no_redact:
+            click.echo("argo-doctor: WARNING: --no-redact: the bundle will hold Secret values, tokens and passwords "
+                       "in clear text. Do not share it; delete it when done.", err=True)
+        live = _live_args(live_kwargs)
+        root = Path(workdir) / "bundle" if tarball else out
+        collected = _collect(live, root, needs_for(select_analyzers(rules)), redact=not no_redact)
+        if tarball:
+            rewrite.write_tarball(root, out)
+    for kind, count in sorted(collected.redactions.items()):
+        click.echo(f"argo-doctor: redacted {count} {kind}", err=True)
+    click.echo(str(out))
+
+
+@main.command("redact")
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path),
+              help="The redacted copy: a new folder, or FILE.tar.gz (default: SOURCE-redacted, or "
+                   "NAME-redacted.tar.gz for a tarball).")
+@click.option("--force", is_flag=True, help="Write into an output folder that is not empty.")
+def redact_command(source: Path, out: Path | None, force: bool) -> None:
+    """Write a redacted copy of a bundle (folder or tarball): Secret values become fingerprints, and tokens, keys
+    and passwords are masked in objects, logs and audit events, as `collect` does. Prints what it masked, by kind,
+    never a value; redacting the copy again changes nothing.
+
+    Exit status: 0 when the copy is written, 2 for bad options or an unreadable bundle.
+    """
+    problems: list[Problem] = []
+    with _errors_to_exit():
+        if out is None:
+            name = source.name
+            for suffix in bundle.TARBALL_SUFFIXES:
+                if name.endswith(suffix):
+                    out = source.with_name(name.removesuffix(suffix) + "-redacted.tar.gz")
+                    break
+            else:
+                out = source.with_name(name + "-redacted")
+        counts = rewrite.redact_bundle(source, out, problems, force=force)
+    _problem_lines(problems)
+    for kind, count in sorted(counts.items()):
+        click.echo(f"argo-doctor: redacted {count} {kind}", err=True)
+    if not counts:
+        click.echo("argo-doctor: nothing to redact", err=True)
+    click.echo(str(out))
+
+
 @main.command()
 def rules() -> None:
     """List the rules (analyzers)."""
@@ -231,11 +436,12 @@ def signatures(rules_: tuple[str, ...], all_: bool) -> None:
 
 
 @main.command("deprecations")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--target-version", help="Kubernetes version to check against (e.g. 1.25); default: the cluster "
               "version in a bundle's bundle.yaml, else every known deprecation is listed.")
 @click.option("-o", "--output", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-def deprecations_command(paths: tuple[Path, ...], target_version: str | None, output: str) -> None:
+@_live_options
+def deprecations_command(paths: tuple[Path, ...], target_version: str | None, output: str, **live_kwargs: Any) -> None:
     """List uses of deprecated and removed APIs in manifests, chart templates, Kustomize trees and
     bundles (live objects: per managedFields manager and last-applied annotation).
 
@@ -247,6 +453,15 @@ def deprecations_command(paths: tuple[Path, ...], target_version: str | None, ou
         if target_version and target is None:
             raise ConfigError(f"--target-version {target_version!r} is not a Kubernetes version like 1.25")
         problems: list[Problem] = []
+        live = _live_args(live_kwargs)
+        if live.live:  # the objects Applications deploy, with their managedFields, and the API server's metrics
+            if paths:
+                raise ConfigError("give either files or --live, not both")
+            _collect(live, Path(workdir) / "live", BASE_NEEDS | Needs(frozenset({"argoproj.io/Application"}),
+                                                                        app_resources=True), metrics=True)
+            paths = (Path(workdir) / "live",)
+        elif not paths:
+            raise ConfigError("nothing to read: give manifests, charts or bundles, or --live")
         inputs = list(bundle.readable_inputs(paths, Path(workdir), problems))  # tarballs extracted as `scan` does
         roots = [item.path for item in inputs]
         target = target or _cluster_version(roots)

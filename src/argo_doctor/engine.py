@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from argo_doctor import knowledge
-from argo_doctor.analyzers import Analyzer, Context, all_analyzers
+from argo_doctor.analyzers import BASE_NEEDS, Analyzer, Context, all_analyzers
 from argo_doctor.errors import ConfigError
 from argo_doctor.health import HealthAssessor, LuaHealthScripts
-from argo_doctor.model import Finding, Problem, TimelineEntry
+from argo_doctor.model import Finding, Needs, Problem, TimelineEntry
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_logs
 from argo_doctor.sources.redact import clean
@@ -51,6 +51,20 @@ def signatures_for(analyzers: list[Analyzer]) -> dict[str, LogSignature]:
                 raise ConfigError(f"analyzer {analyzer.id} asks for unknown log signature {sig_id!r}")
             wanted[sig_id] = table[sig_id]
     return wanted
+
+
+def needs_for(analyzers: list[Analyzer]) -> Needs:
+    """Everything the given analyzers read: their own needs, the logs of the components their signatures name
+    (`*` when a signature applies to any component) and the audit log when one reads it."""
+    needs = BASE_NEEDS
+    table = knowledge.log_signatures()
+    for analyzer in analyzers:
+        needs |= analyzer.needs
+        components = set()
+        for sig_id in analyzer.signatures:
+            components |= set(table[sig_id].components) if sig_id in table and table[sig_id].components else {"*"}
+        needs |= Needs(logs=frozenset(components), audit=analyzer.audit)
+    return needs
 
 
 def health_assessor(snap: Snapshot, lua_dirs: tuple[Path, ...] = ()) -> HealthAssessor:

@@ -108,3 +108,28 @@ class TimelineEntry:
     location: str
     excerpt: str
     findings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a rule reads, so that a live source collects only that: kinds as `Kind` (core) or `group/Kind`,
+    the logs of which components (`*`: every Argo component), and the other streams."""
+
+    kinds: frozenset[str] = frozenset()
+    logs: frozenset[str] = frozenset()
+    events: bool = False
+    audit: bool = False
+    metrics: bool = False
+    app_resources: bool = False
+    """The objects that Applications list in `status.resources`, whatever their kind."""
+    failing_pod_logs: bool = False
+    """The recent logs of pods that crash or restart in the namespaces Applications deploy to."""
+
+    def __or__(self, other: Needs) -> Needs:
+        return Needs(self.kinds | other.kinds, self.logs | other.logs, self.events or other.events,
+                     self.audit or other.audit, self.metrics or other.metrics,
+                     self.app_resources or other.app_resources, self.failing_pod_logs or other.failing_pod_logs)
+
+    def wants_kind(self, group: str, kind: str) -> bool:
+        """Whether `kind` of `group` is among the kinds."""
+        return (f"{group}/{kind}" if group else kind) in self.kinds

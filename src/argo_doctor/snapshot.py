@@ -183,6 +183,10 @@ class Snapshot:
         self.metrics_files: list[MetricsFile] = []
         self.roots: list[Path] = []
         self.formats: list[str] = []
+        self.unread: list[dict[str, str]] = []
+        """What a live collection could not read (`bundle.yaml` `skipped`): what, request, reason, need, status.
+        `need` is `kind:<Kind or group/Kind>`, `logs`, `events`, `metrics`, `node-proxy`, `version` or
+        `group:<group>`."""
         self.scrubber = SecretScrubber()
         self._objects: dict[tuple[str, str, str, str], Obj] = {}
         self._by_kind: dict[tuple[str, str], list[Obj]] = defaultdict(list)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import pytest
 
 from argo_doctor.health import HealthStatus
 from argo_doctor.sources.redact import (
+    Redactor,
     SecretScrubber,
     clean,
     fingerprint,
@@ -200,3 +204,70 @@ def test_clean_walks_outputs_and_keeps_types() -> None:
     human = clean(doc, scrubber, human=True)
     assert human["rows"][0].message == "got <redacted secret value>"
     assert redact("password=x s3cr3t-value", scrubber) == "password=<redacted> <redacted secret value>"
+
+
+def _secret(**data: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": data}
+
+
+def test_a_redacted_secret_reads_to_the_same_fingerprints() -> None:
+    """A bundle written by the Redactor holds fingerprints; reading keeps them rather than fingerprinting them."""
+    original = _secret(password=base64.b64encode(b"s3cr3t-value").decode())
+    written = Redactor().obj(original)
+    assert written["data"] == {"password": fingerprint(b"s3cr3t-value")} and original["data"] != written["data"]
+    assert redact_object(json.loads(json.dumps(written)))["data"] == redact_object(original)["data"]
+    assert secret_values(written) == []  # a fingerprint is nothing to scrub
+    assert Redactor().obj(written) is written  # idempotent
+
+
+def test_redactor_counts_by_kind_and_never_keeps_a_value() -> None:
+    redactor = Redactor()
+    redactor.obj(_secret(password=base64.b64encode(b"s3cr3t-value").decode()))
+    assert redactor.text(f"got s3cr3t-value; jwt {JWT}; password=hunter2") == (
+        "got <redacted secret value>; jwt <redacted jwt>; password=<redacted>")
+    assert redactor.counts == Counter({"secret-value": 1, "secret-copy": 1, "jwt": 1, "password": 1})
+    assert "s3cr3t" not in repr(redactor.counts)
+
+
+def test_redactor_is_safe_from_threads() -> None:
+    redactor = Redactor()
+
+    def work(n: int) -> str:
+        redactor.obj(_secret(key=base64.b64encode(f"value-{n:04d}-secret".encode()).decode()))
+        return redactor.text(f"password=x{n} value-{n:04d}-secret")
+
+    with ThreadPoolExecutor(8) as pool:
+        lines = list(pool.map(work, range(400)))
+    assert all(line == "password=<redacted> <redacted secret value>" for line in lines)
+    assert redactor.counts == Counter({"secret-value": 400, "password": 400, "secret-copy": 400})
+
+
+@pytest.mark.parametrize("unit", ["x.", "a-", "://a:b", "eyJ-", "Ab1-", "\\", "password=", "x_token.secret:"])
+def test_patterns_take_linear_time(unit: str) -> None:
+    """No pattern tries every start inside a long run (a 10 MB line of a log must not take hours)."""
+    text = unit * (400_000 // len(unit)) + "token"
+    started = time.perf_counter()
+    redact_text(text)
+    assert time.perf_counter() - started < 5
+
+
+def test_values_named_like_credentials_are_masked_and_references_kept() -> None:
+    app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {"name": "a", "annotations": {
+        "example.com/deploy-token": "deploy-token-value", "cert-manager.io/inject-ca-from-secret": "cm/webhook-ca",
+        "checksum/secret": "7e2b9d4c1a8f3e6b0d5c2a9f7e4b1d8c"}},
+        "spec": {"source": {"helm": {
+            "values": 'db:\n  password: "quoted pw"   # set by hand\n  token: my-token-value\n'
+                      "  existingSecret: db/creds\n  instanceLabelKey: app.kubernetes.io/instance\n",
+            "valuesObject": {"api": {"token": "canary-object-token"}, "auth": {"existingSecret": "db/creds"}}}}},
+        "status": {"conditions": [{"type": "CorruptDockerOverlay2", "message": "ok"}]}}
+    redactor = Redactor()
+    done = redactor.obj(app)
+    assert done["metadata"]["annotations"] == {"example.com/deploy-token": "<redacted>",
+                                               "cert-manager.io/inject-ca-from-secret": "cm/webhook-ca",
+                                               "checksum/secret": "7e2b9d4c1a8f3e6b0d5c2a9f7e4b1d8c"}
+    helm = done["spec"]["source"]["helm"]
+    assert helm["values"] == ("db:\n  password: <redacted>   # set by hand\n  token: <redacted>\n"
+                              "  existingSecret: db/creds\n  instanceLabelKey: app.kubernetes.io/instance\n")
+    assert helm["valuesObject"] == {"api": {"token": "<redacted>"}, "auth": {"existingSecret": "db/creds"}}
+    assert done["status"] is app["status"]  # identifiers are no base64 blobs
+    assert redactor.counts == Counter({"annotation": 1, "helm-value": 3})

@@ -12,11 +12,16 @@ from argo_doctor.facts.clock import MIN_SAMPLES, ClockEstimate, estimate_clocks
 from argo_doctor.facts.webhooks import CallFailure, call_failures
 from argo_doctor.health import HealthAssessor
 from argo_doctor.helm import ChartReport, NondeterministicUse, analyse_chart
-from argo_doctor.model import Finding
+from argo_doctor.model import Finding, Needs
 from argo_doctor.snapshot import Obj, Snapshot
 from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import mapping
+
+BASE_NEEDS = Needs(frozenset({"apps/Deployment", "apps/StatefulSet", "apps/ReplicaSet", "apps/DaemonSet", "Pod",
+                                "ConfigMap"}))
+"""What every rule reads through the Snapshot: the workloads and pods that tell the components, and the Argo CD
+settings."""
 
 
 @dataclass
@@ -89,6 +94,9 @@ class Analyzer:
     """Options the rule takes through `--option RULE.KEY=VALUE`: key → what it means."""
     audit: ClassVar[bool] = False
     """Whether the rule reads the audit log: the engine streams it once to every rule that does."""
+    needs: ClassVar[Needs] = Needs()
+    """What the rule reads beyond the Snapshot's basics and its log signatures; a live source collects only the
+    union of what the selected rules need."""
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
         """Receive one log line that matched one of `signatures`."""
@@ -106,6 +114,7 @@ def all_analyzers() -> list[type[Analyzer]]:
     from argo_doctor.analyzers import (
         app_unhealthy,
         auto_sync_without_change,
+        collector_permission_missing,
         deprecated_api_caller,
         github_app_token_clock,
         helm_nondeterministic_render,
@@ -127,4 +136,5 @@ def all_analyzers() -> list[type[Analyzer]]:
         webhook_ca_mismatch.WebhookCaMismatch,
         app_unhealthy.AppUnhealthy,
         sync_failed.SyncFailed,
+        collector_permission_missing.CollectorPermissionMissing,
     ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
 from argo_doctor.health import Health, HealthStatus
-from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
+from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import as_int, as_list, mapping
 from argo_doctor.timeutil import parse_time
@@ -48,6 +48,7 @@ class AppUnhealthy(Analyzer):
 
     id = "app-unhealthy"
     title = "Application is not Healthy"
+    needs = Needs(frozenset({"argoproj.io/Application"}), events=True, app_resources=True, failing_pod_logs=True)
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per unhealthy Application."""

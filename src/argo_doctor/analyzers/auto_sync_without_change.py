@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
-from argo_doctor.facts.webhooks import CONFIG_KINDS, failed_webhook_name
-from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
+from argo_doctor.facts.webhooks import CONFIG_KINDS, WEBHOOK_NEEDS, failed_webhook_name
+from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
@@ -181,6 +181,7 @@ class AutoSyncWithoutChange(Analyzer):
 
     id = "auto-sync-without-change"
     title = "Automated sync without a new commit"
+    needs = Needs(frozenset({"argoproj.io/Application"}) | WEBHOOK_NEEDS, events=True, audit=True, app_resources=True)
     audit = True
     signatures = (
         "argocd.manifest-cache-miss",

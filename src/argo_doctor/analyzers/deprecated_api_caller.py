@@ -23,7 +23,7 @@ from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import object_evidence, plural
 from argo_doctor.deprecations import DeprecatedApi, deprecated_apis, parse_version
 from argo_doctor.knowledge import load_rows
-from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
+from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.metrics import format_value
@@ -128,6 +128,7 @@ class DeprecatedApiCaller(Analyzer):
 
     id = "deprecated-api-caller"
     title = "Deprecated API called at run time"
+    needs = Needs(frozenset({"argoproj.io/Application"}), audit=True, metrics=True)
     audit = True
 
     def __init__(self) -> None:

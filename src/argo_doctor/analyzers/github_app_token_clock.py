@@ -16,7 +16,7 @@ from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, plural
 from argo_doctor.facts.clock import ClockEstimate
 from argo_doctor.github.jwt_window import AHEAD_LIMIT, BEHIND_LIMIT, TOO_FAR_LIMIT, Verdict, Window, verdicts
-from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
+from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
 
@@ -44,6 +44,7 @@ class GithubAppTokenClock(Analyzer):
 
     id = "github-app-token-clock"
     title = "GitHub App token refresh fails"
+    needs = Needs(frozenset({"coordination.k8s.io/Lease", "Node"}), events=True)
     signatures = ("github.installation-token-refresh",)
 
     def __init__(self) -> None:

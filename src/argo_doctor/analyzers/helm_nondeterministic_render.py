@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import object_evidence
 from argo_doctor.facts.ignore_differences import coverage, jq_expression, json_pointer, respects_ignore_differences
-from argo_doctor.facts.webhooks import ADMISSION_GROUP, CONFIG_KINDS
+from argo_doctor.facts.webhooks import ADMISSION_GROUP, CONFIG_KINDS, WEBHOOK_NEEDS
 from argo_doctor.helm import ChartReport, NondeterministicUse
-from argo_doctor.model import Evidence, Finding, Problem, Ref, Remediation, Severity
+from argo_doctor.model import Evidence, Finding, Needs, Problem, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import mapping
 
@@ -39,6 +39,7 @@ class HelmNondeterministicRender(Analyzer):
 
     id = "helm-nondeterministic-render"
     title = "Helm chart renders differently every time"
+    needs = Needs(frozenset({"argoproj.io/Application"}) | WEBHOOK_NEEDS, app_resources=True)
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per chart with non-deterministic output (and per Application deploying it)."""

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.facts.clock import ClockEstimate
-from argo_doctor.model import Finding, Ref, Remediation, Severity
+from argo_doctor.model import Finding, Needs, Ref, Remediation, Severity
 
 DEFAULT_THRESHOLD = 1.0
 DOCS = (
@@ -39,6 +39,7 @@ class NodeClockSkew(Analyzer):
 
     id = "node-clock-skew"
     title = "Node clock is off"
+    needs = Needs(frozenset({"coordination.k8s.io/Lease", "Node"}), events=True)
     options: ClassVar[dict[str, str]] = {
         "threshold": f"seconds of offset beyond which a node is reported (default {DEFAULT_THRESHOLD:g})",
         "min-samples": "samples a node needs before its offset is stated (default 2)",

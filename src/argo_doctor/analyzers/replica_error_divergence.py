@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
-from argo_doctor.model import Finding, Remediation, Severity
+from argo_doctor.model import Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj, Snapshot
 from argo_doctor.sources.logs import LogRecord, LogSignature
 
@@ -72,6 +72,7 @@ class ReplicaErrorDivergence(Analyzer):
 
     id = "replica-error-divergence"
     title = "Errors on some replicas only"
+    needs = Needs()
     signatures = ("generic.error-text", "generic.error-json")
     options: ClassVar[dict[str, str]] = {
         "min-count": f"occurrences of an error before it counts (default {DEFAULT_MIN_COUNT})",

@@ -15,7 +15,7 @@ from typing import Any
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
-from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity
+from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_int, as_list, mapping
@@ -34,6 +34,7 @@ class SyncFailed(Analyzer):
 
     id = "sync-failed"
     title = "Sync operation failed"
+    needs = Needs(frozenset({"argoproj.io/Application"}))
     signatures = ("argocd.operation-phase",)
 
     def __init__(self) -> None:

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural, regenerating_chart
-from argo_doctor.facts.webhooks import Webhook, backing_service, ready_endpoints, webhooks
-from argo_doctor.model import Evidence, Finding, Remediation, Severity
+from argo_doctor.facts.webhooks import WEBHOOK_NEEDS, Webhook, backing_service, ready_endpoints, webhooks
+from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.sources.logs import LogRecord, LogSignature
 
 MAX_FAILURE_EVIDENCE = 4
@@ -33,6 +33,8 @@ class WebhookBlastRadius(Analyzer):
 
     id = "webhook-blast-radius"
     title = "Admission webhook can block pod creation"
+    needs = Needs(frozenset({"Service", "Endpoints", "discovery.k8s.io/EndpointSlice", "argoproj.io/Workflow",
+                             "argoproj.io/Application"}) | WEBHOOK_NEEDS, events=True)
     signatures = ("k8s.webhook-call-failed",)
 
     def __init__(self) -> None:

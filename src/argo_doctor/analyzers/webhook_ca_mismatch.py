@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import object_evidence, regenerating_chart
-from argo_doctor.facts.webhooks import Webhook, backing_service, serving_pods, webhooks
-from argo_doctor.model import Evidence, Finding, Remediation, Severity
+from argo_doctor.facts.webhooks import WEBHOOK_NEEDS, Webhook, backing_service, serving_pods, webhooks
+from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import as_list, mapping
 from argo_doctor.sources.redact import fingerprint
@@ -60,6 +60,8 @@ class WebhookCaMismatch(Analyzer):
 
     id = "webhook-ca-mismatch"
     title = "Webhook CA does not match its serving certificate"
+    needs = Needs(frozenset({"Service", "Endpoints", "discovery.k8s.io/EndpointSlice", "Secret",
+                             "argoproj.io/Application"}) | WEBHOOK_NEEDS)
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per webhook with a mismatching CA or a certificate mounted through subPath."""

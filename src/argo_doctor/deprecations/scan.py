@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argo_doctor.deprecations.table import DeprecatedApi, Version, lookup
+from argo_doctor.deprecations.table import DeprecatedApi, Version, deprecated_apis, lookup
 from argo_doctor.model import Problem
 from argo_doctor.sources.files import UnsafeInput, read_input
+from argo_doctor.sources.metrics import MetricsFile, read_metrics_file
 from argo_doctor.sources.objects import (
     MAX_OBJECT_FILE_BYTES,
     OBJECT_SUFFIXES,
@@ -119,6 +120,9 @@ def scan_paths(
     problems: list[Problem] = []
     for root in paths:
         folder = root.is_dir()
+        if folder:
+            uses.extend(metric_uses(root, labels[root].rstrip("/") if labels and root in labels else root.name,
+                                    target, problems))
         for path in sorted(p for p in root.rglob("*") if not p.is_dir()) if folder else [root]:
             parts = path.relative_to(root).parts if folder else ()
             if not _manifest(path, parts):
@@ -143,6 +147,25 @@ def scan_paths(
                 uses.extend(object_uses(raw.data, raw.location, target))
     return uses, [p for p in problems if "no Kubernetes objects" not in p.message
                   and "not a Kubernetes object" not in p.message]
+
+
+def metric_uses(root: Path, display: str, target: Version | None, problems: list[Problem]) -> Iterator[Use]:
+    """Uses the API server itself counted (`metrics/*.prom` of a bundle: `apiserver_requested_deprecated_apis`,
+    one sample per group, version and resource that a client requested since the API server started)."""
+    folder = root / "metrics"
+    if not folder.is_dir():
+        return
+    by_resource = {(api.group, api.version, api.resource): api for api in deprecated_apis().values()}
+    for path in sorted(folder.glob("*.prom")):
+        metrics_file = MetricsFile(path, f"{display}/metrics/{path.name}", root)
+        for sample in read_metrics_file(metrics_file, problems, {"apiserver_requested_deprecated_apis"}):
+            labels = sample.labels
+            api = by_resource.get((labels.get("group", ""), labels.get("version", ""), labels.get("resource", "")))
+            status = api.status_at(target) if api is not None else None
+            if api is not None and status is not None:
+                yield Use(api, status, sample.location, "requested from the API server (apiserver_requested_"
+                          f"deprecated_apis, removed_release {labels.get('removed_release') or '?'})",
+                          f"{api.kind} ({api.resource})")
 
 
 def _manifest(path: Path, parts: tuple[str, ...]) -> bool:

@@ -15,6 +15,8 @@ from argo_doctor.timeutil import parse_time
 
 CONFIG_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 ADMISSION_GROUP = "admissionregistration.k8s.io"
+WEBHOOK_NEEDS = frozenset(f"{ADMISSION_GROUP}/{kind}" for kind in CONFIG_KINDS)
+"""The webhook configuration kinds, as a rule declares them in its `needs`."""
 _FAILED_CALL = re.compile(r'failed calling webhook \\?"(?P<webhook>[^"\\]+)')
 
 

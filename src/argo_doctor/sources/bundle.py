@@ -525,7 +525,8 @@ def _is_object_file(path: Path) -> bool:
 
 def _read_bundle_meta(snap: Snapshot, path: Path, prefix: str) -> None:
     """Keep the fields of bundle.yaml argo-doctor uses, as plain strings: collectedAt, collectedBy,
-    cluster.name and cluster.version. The first input's values win."""
+    cluster.name and cluster.version (the first input's values win), and what `collect` could not read
+    (`skipped`, from every input)."""
     if not path.is_file():
         return
     display = prefix + "bundle.yaml"
@@ -549,6 +550,13 @@ def _read_bundle_meta(snap: Snapshot, path: Path, prefix: str) -> None:
     if isinstance(cluster, dict):
         fields = {k: str(cluster[k]) for k in ("name", "version") if isinstance(cluster.get(k), str | int | float)}
         snap.meta.setdefault("cluster", fields)
+    skipped = meta.get("skipped")
+    for entry in skipped if isinstance(skipped, list) else []:
+        if isinstance(entry, dict):
+            record = {k: str(entry.get(k) or "") for k in ("what", "request", "reason", "need", "status")}
+            snap.unread.append(record)
+            if record["status"] not in ("401", "403"):  # refusals are a finding; other failures are input problems
+                snap.problems.append(Problem(f"{display} skipped: {record['request']}", record["reason"]))
 
 
 def _log_file(path: Path, root: Path, prefix: str, problems: list[Problem]) -> LogFile | None:

@@ -579,9 +579,32 @@ def read_object_file(path: Path, display: str, problems: list[Problem]) -> Itera
     yield from _read_yaml(data, display, problems)
 
 
-def _read_json(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
+def read_documents(
+    path: Path, display: str, problems: list[Problem], root: Path | None = None
+) -> Iterator[tuple[str, Any]]:
+    """Yield (format, document) for each document of one object file as `read_object_file` parses it, before a
+    List is unpacked: "json" and the file's one value, or "yaml" and each document. The same guards apply; what
+    cannot be read or parsed is reported in `problems` and left out."""
+    data = _read_guarded(path, display, problems, MAX_OBJECT_FILE_BYTES, root)
+    if data is None:
+        return
+    first = _NOT_SPACE.search(data)
+    if first is not None and data[first.start()] in b"{[":
+        json_problems: list[Problem] = []
+        doc = _json_document(data, display, json_problems)
+        if not (json_problems and path.suffix.lower() in (".yaml", ".yml")):  # else YAML flow style, maybe
+            problems.extend(json_problems)
+            if not json_problems:
+                yield "json", doc
+            return
+    for _, doc, _ in _checked_yaml_documents(data, display, problems):
+        yield "yaml", doc
+
+
+def _json_document(data: bytes, display: str, problems: list[Problem]) -> Any:
+    """The value of a JSON file; None, with one problem, when it does not parse."""
     try:
-        doc = msgspec.json.decode(data)
+        return msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         found = _JSON_BYTE.search(str(exc))
         if found:
@@ -589,18 +612,26 @@ def _read_json(data: bytes, display: str, problems: list[Problem]) -> Iterator[R
         else:  # "truncated": the damage is at the end
             line = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
         problems.append(Problem(f"{display}:{line}", f"invalid JSON: {exc}"))
-        return
     except RecursionError:
         problems.append(Problem(f"{display}:1", "JSON nested too deeply to read"))
+    return None
+
+
+def _read_json(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
+    reported = len(problems)
+    doc = _json_document(data, display, problems)
+    if len(problems) > reported:
         return
     for doc_item in doc if isinstance(doc, list) else [doc]:
         yield from _flatten(doc_item, display, 1, [], problems)
 
 
-def _read_yaml(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
+def _checked_yaml_documents(
+    data: bytes, display: str, problems: list[Problem]
+) -> Iterator[tuple[int, Any, list[int]]]:
+    """`_yaml_documents` of YAML bytes, after the UTF-8 and line length checks, alias bombs refused."""
     data = _drop_long_lines(_utf8(data, display, problems), display, problems)
     anchors = b"&" in data and b"*" in data and _ANCHOR.search(data) is not None
-    found = False
     for line, doc, item_lines in _yaml_documents(data, display, problems):
         if anchors:
             try:
@@ -609,6 +640,12 @@ def _read_yaml(data: bytes, display: str, problems: list[Problem]) -> Iterator[R
                 reason = exc if isinstance(exc, AliasBomb) else "YAML nested too deeply to read"
                 problems.append(Problem(f"{display}:{line}", f"refused: {reason}"))
                 continue
+        yield line, doc, item_lines
+
+
+def _read_yaml(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
+    found = False
+    for line, doc, item_lines in _checked_yaml_documents(data, display, problems):
         for obj in _flatten(doc, display, line, item_lines, problems):
             found = True
             yield obj

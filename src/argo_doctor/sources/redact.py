@@ -4,6 +4,11 @@
 snapshot holds (`SecretScrubber`), then credential patterns (`redact_text`), and for human-oriented
 formats strips control characters (`printable`). It walks whole outputs (strings, lists, dicts,
 dataclasses) so that a reporter or command hands it what it is about to print.
+
+`Redactor` is the redactor of bundles written to disk (`collect`, `redact`): Secret values become
+fingerprints, the places that hold credentials by name (env values, ConfigMap data, annotations, Helm
+values and parameters) are masked, every other string goes through the same patterns and known Secret
+values as `clean`, and it counts what it replaced by kind of secret, never keeping a value.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ import enum
 import hashlib
 import json
 import re
-from collections.abc import Callable
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -122,37 +129,49 @@ _ANY_VALUE_KEY = re.compile(r"(?i)client[_.-]?secret$|secret[_.-]?(?:access[_.-]
 _KEY_END = r"(?![A-Za-z0-9])"
 _SEP = r"(\\*[\"']?[ \t]*[=:][ \t]*\[?)"  # `=`, `: `, `":` (also JSON-escaped in a string: `\":`), Go's `:[`
 
-_PATTERNS: tuple[tuple[re.Pattern[str], _Repl], ...] = (
+_TIMESTAMP = r"[ \t]*(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)\s+)?"
+"""The `kubectl logs --timestamps` prefix a log line may start with."""
+
+_PATTERNS: tuple[tuple[str, str, re.Pattern[str], _Repl], ...] = (
+    # (kind of secret, needle, pattern, replacement): a pattern runs only on a text that holds its needle (a cheap
+    # `in` spares the regex engine a walk over the text). No pattern tries more than one start inside a run of the
+    # characters it scans (a name, a base64 run, backslashes), so that the work stays linear in the text's length.
     (
+        "private-key", "PRIVATE KEY-----",
         re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S),
         "<redacted private key>",
     ),
     # the end of a key whose BEGIN line is not in the text (the last lines of a log), with the body before it
     (
+        "private-key", "PRIVATE KEY-----",
         re.compile(
             rf"(?:(?:^|(?<=\s)|(?<=\\n))[{_B64}]{{4,}}={{0,2}}(?:\s|\\n)+){{0,2}}-----END [A-Z0-9 ]*PRIVATE KEY-----"
         ),
         "<redacted private key>",
     ),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), "<redacted jwt>"),
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), "<redacted github token>"),
-    (re.compile(r"\b(?:glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})"),
+    # a JWT, looked for from the first `eyJ` at a word start of a run of base64url characters
+    (
+        "jwt", "eyJ",
+        re.compile(r"(?<![A-Za-z0-9_-])(?>([A-Za-z0-9_-]*?)\beyJ)[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\."
+                   r"[A-Za-z0-9_-]*+"),
+        r"\1<redacted jwt>",
+    ),
+    ("token", "", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+     "<redacted github token>"),
+    ("token", "", re.compile(r"\b(?:glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})"),
      "<redacted token>"),
     # an AWS key id, and the secret access key written right after it (`AKIA… wJalr…`, `AKIA…:wJalr…`)
     (
+        "aws-key", "",
         re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b(?:([\s\"',:;=|\\]{1,8})[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))?"),
         lambda m: "<redacted aws key id>" + (f"{m.group(1)}<redacted aws secret>" if m.group(1) else ""),
     ),
     # a base64 run as long as a PEM body line (64) or longer, of random bytes: a key or secret blob
-    (re.compile(rf"(?<![{_B64}_.-])[{_B64}]{{60,}}={{0,2}}(?![{_B64}=_.-])"), _base64_run),
+    ("base64-blob", "", re.compile(rf"(?<![{_B64}_.-])[{_B64}]{{60,}}={{0,2}}(?![{_B64}=_.-])"), _base64_run),
     # a log line that is nothing but base64 (after its timestamp): e.g. the last line of a PEM body
+    ("base64-blob", "", re.compile(rf"(?m)^({_TIMESTAMP})([{_B64}]{{16,}}={{0,2}})[ \t\r]*$"), _base64_line),
     (
-        re.compile(
-            rf"(?m)^([ \t]*(?:\d{{4}}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)\s+)?)([{_B64}]{{16,}}={{0,2}})[ \t\r]*$"
-        ),
-        _base64_line,
-    ),
-    (
+        "authorization", "",
         re.compile(
             r"(?i)((?<![A-Za-z0-9])(?:proxy-)?authorization\\*[\"']?\s*[=:]\s*\[?\\*[\"']?)"
             rf"{_NOT_REDACTED}([A-Za-z][A-Za-z0-9-]*\s+)?{_NOT_REDACTED}([^\s\"'\],;\\]+)"
@@ -161,25 +180,32 @@ _PATTERNS: tuple[tuple[re.Pattern[str], _Repl], ...] = (
     ),
     (
         # a credential after Bearer/Basic anywhere, when it is not a word ("basic authentication")
+        "authorization", "",
         re.compile(r"\b((?i:bearer|basic))\s+(?=[A-Za-z0-9._~+/=-]*(?:[0-9+/=]|[A-Z][a-z]|[a-z][A-Z]))"
                    r"[A-Za-z0-9._~+/=-]{12,}"),
         r"\1 <redacted>",
     ),
     # a password in a URL: `scheme://user:password@host`, the password possibly holding `/` (not a `:port/`)
-    (re.compile(r"(://[^/\s:@\"']+:)(?!\d+(?:/|$))" + _NOT_REDACTED + r"[^@\s\"']+@"), r"\1<redacted>@"),
+    (
+        "url-password", "://",
+        re.compile(r"(://[^/\s:@\"']+:)(?!\d+(?:/|$))" + _NOT_REDACTED + r"(?:(?!://)[^@\s\"'])+@"),
+        r"\1<redacted>@",
+    ),
     # password-like names: any value, quoted, escaped-quoted or bare (`password="x"`, `DB_PASSWORD=x`,
     # `pgpassword: x`, `{\"password\":\"x\"}` inside a JSON-escaped log message)
     (
+        "password", "",
         re.compile(
-            r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd)" + _KEY_END + ")"
+            r"(?i)((?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd)" + _KEY_END + ")"
             + _SEP + r"(\\*[\"'])?" + _NOT_REDACTED + r"((?(3)(?:(?!\3).)*|[^\s,;&\"'}\]\\]+))"
         ),
         _password_value,
     ),
     # secret/token/key-like names: see _secret_value
     (
+        "secret-field", "",
         re.compile(
-            r"((?<![A-Za-z0-9])[A-Za-z0-9_.-]*"
+            r"((?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*"
             r"(?i:secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|\bauth)" + _KEY_END + ")"
             + _SEP + r"(\\*[\"']?)" + _NOT_REDACTED + r"([A-Za-z0-9+/._~=:!@#$%^*-]+)"
         ),
@@ -187,16 +213,19 @@ _PATTERNS: tuple[tuple[re.Pattern[str], _Repl], ...] = (
     ),
     # a JSON field named like a secret, possibly JSON-escaped: any value
     (
+        "secret-field", "",
         re.compile(
-            r"(?i)(\\*\"([A-Za-z0-9_.-]*(?:secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"
+            r"(?i)((?<!\\)\\*\"([A-Za-z0-9_.-]*(?:secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"
             r"identitytoken))\\*\"\s*:\s*(\\*\"))" + _NOT_REDACTED + r"((?:(?!\3).)*)"
         ),
         _json_secret_value,
     ),
-    (re.compile(r"(?i)(\\*\"auth\\*\"\s*:\s*(\\*\"))" + _NOT_REDACTED + r"(?:(?!\2).)*"), r"\1<redacted>"),
+    ("secret-field", "", re.compile(r"(?i)((?<!\\)\\*\"auth\\*\"\s*:\s*(\\*\"))" + _NOT_REDACTED + r"(?:(?!\2).)*"),
+     r"\1<redacted>"),
     # the current value of a chart setting named like a credential, as helm-check words it:
     # `set adminPassword (now "…")`, `set auth.token to something other than "x" (already "…")`
     (
+        "secret-field", "",
         re.compile(
             r"(?i)((?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"
             r"credentials?)(?![A-Za-z0-9])[^()\n]{0,80}?\((?:now|already) )" + _NOT_REDACTED
@@ -218,11 +247,28 @@ _TRIGGER = re.compile(
 
 def redact_text(text: str) -> str:
     """Replace every secret-looking value in `text` with a placeholder."""
+    return _patterns(text, None)
+
+
+def _patterns(text: str, counts: Counter[str] | None) -> str:
+    """`text` through every pattern; each replacement counted in `counts` by kind of secret when it is given."""
     if not _TRIGGER.search(text):
         return text
-    for pattern, repl in _PATTERNS:
-        text = pattern.sub(repl, text)
+    for kind, needle, pattern, repl in _PATTERNS:
+        if needle in text:
+            text = pattern.sub(repl if counts is None else _counting(kind, repl, counts), text)
     return text
+
+
+def _counting(kind: str, repl: _Repl, counts: Counter[str]) -> Callable[[re.Match[str]], str]:
+    """`repl` that counts the matches it changes."""
+    def replace(match: re.Match[str]) -> str:
+        done = repl(match) if callable(repl) else match.expand(repl)
+        if done != match.group(0):
+            counts[kind] += 1
+        return done
+
+    return replace
 
 
 _CONTROL_SEQUENCE = re.compile(
@@ -246,6 +292,23 @@ def fingerprint(value: str | bytes) -> str:
     return "sha256:" + hashlib.sha256(raw).hexdigest()[:16]
 
 
+_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{16}")
+
+
+def is_fingerprint(value: Any) -> bool:
+    """Whether `value` is a fingerprint as `fingerprint` writes it: a Secret value of a bundle already redacted."""
+    return isinstance(value, str) and _FINGERPRINT.fullmatch(value) is not None
+
+
+def _value_fingerprint(value: Any, decode: bool) -> str:
+    """The fingerprint of a Secret value: of its decoded bytes under `data` (`decode`), of its text under
+    `stringData`; a value that already is a fingerprint (a redacted bundle) is its own, so that the fingerprints of
+    a bundle survive its redaction. (Kubernetes refuses such a value under `data`, which is not base64.)"""
+    if is_fingerprint(value):
+        return str(value)
+    return fingerprint(_decoded(value) if decode else str(value))
+
+
 def _decoded(value: Any) -> bytes:
     text = value if isinstance(value, str) else str(value)
     try:
@@ -261,6 +324,9 @@ PUBLIC_SECRET_KEYS = frozenset({
 })
 """Fields of Argo CD repository and cluster Secrets that Argo CD itself shows (`argocd repo list`)."""
 MIN_SECRET_LENGTH = 6
+_TIMESTAMP_VALUE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+"""A time (argocd-secret's `admin.passwordMtime`) is no credential, and scrubbing it would blank the same time
+wherever it appears."""
 DOCKER_CONFIG_KEYS = frozenset({".dockerconfigjson", ".dockercfg"})
 
 
@@ -287,19 +353,41 @@ def _docker_credentials(text: str) -> list[str]:
     return found
 
 
+def _is_secret(obj: dict[str, Any]) -> bool:
+    """Whether `obj` is a core v1 Secret."""
+    return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
+
+
+def _last_applied(obj: dict[str, Any]) -> Any:
+    """The object's last-applied configuration, parsed; None when it has none or it does not parse."""
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    applied = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    if not isinstance(applied, str):
+        return None
+    try:
+        return json.loads(applied)
+    except (ValueError, RecursionError):
+        return None
+
+
 def secret_values(obj: dict[str, Any]) -> list[str]:
     """The values of a Secret worth scrubbing from output, when long enough to mean something: each
     whole value as stored (base64 under `data`), decoded, and base64-encoded; each line of a multi-line
-    one (a PEM body, a config file); and the credentials inside a registry config."""
-    if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
+    one (a PEM body, a config file); and the credentials inside a registry config. Those of its last-applied
+    configuration too (an older value may still show in a log); never a fingerprint (a redacted bundle) or a time."""
+    if not _is_secret(obj):
         return []
     found: set[str] = set()
+    applied = _last_applied(obj)
+    if isinstance(applied, dict):
+        found.update(secret_values({**applied, "kind": "Secret", "apiVersion": "v1", "metadata": {}}))
     for key, decode in (("data", True), ("stringData", False)):
         values = obj.get(key)
         if not isinstance(values, dict):
             continue
         for name, value in values.items():
-            if name in PUBLIC_SECRET_KEYS or value is None:
+            if name in PUBLIC_SECRET_KEYS or value is None or is_fingerprint(value):
                 continue
             raw = _decoded(value) if decode else str(value).encode()
             text = raw.decode("utf-8", "replace")
@@ -307,7 +395,7 @@ def secret_values(obj: dict[str, Any]) -> list[str]:
             if name in DOCKER_CONFIG_KEYS:
                 parts.extend(_docker_credentials(text))
             found.update(p.strip() for p in parts if len(p.strip()) >= MIN_SECRET_LENGTH)
-    return sorted(found)
+    return sorted(value for value in found if not _TIMESTAMP_VALUE.fullmatch(value))
 
 
 class SecretScrubber:
@@ -316,11 +404,14 @@ class SecretScrubber:
     def __init__(self) -> None:
         self._values: set[str] = set()
         self._by_prefix: dict[str, tuple[str, ...]] | None = None
+        self._lock = threading.Lock()
+        """Values may be added by one thread while another scrubs (`collect` writes pages on a pool)."""
 
     def add_values(self, values: list[str]) -> None:
         """Remember values returned by `secret_values`."""
-        self._values.update(values)
-        self._by_prefix = None
+        with self._lock:
+            self._values.update(values)
+            self._by_prefix = None
 
     def scrub(self, text: str) -> str:
         """`text` with every remembered value replaced, the longest one where several start at the same
@@ -344,12 +435,14 @@ class SecretScrubber:
         return "".join((*parts, text[start:])) if parts else text
 
     def _index(self) -> dict[str, tuple[str, ...]]:
-        if self._by_prefix is None:
-            index: dict[str, list[str]] = {}
-            for value in sorted(self._values, key=len, reverse=True):
-                index.setdefault(value[:MIN_SECRET_LENGTH], []).append(value)
-            self._by_prefix = {prefix: tuple(values) for prefix, values in index.items()}
-        return self._by_prefix
+        built = self._by_prefix
+        if built is None:
+            with self._lock:
+                index: dict[str, list[str]] = {}
+                for value in sorted(self._values, key=len, reverse=True):
+                    index.setdefault(value[:MIN_SECRET_LENGTH], []).append(value)
+                self._by_prefix = built = {prefix: tuple(values) for prefix, values in index.items()}
+        return built
 
 
 def _bounded(text: str, at: int, value: str) -> bool:
@@ -364,11 +457,20 @@ def redact(text: str, scrubber: SecretScrubber | None = None) -> str:
     """`text` without anything that looks like a credential and without the snapshot's Secret values. The patterns
     run first, so that a Secret value replaced inside a URL or a header cannot hide the rest of the credential from
     them, and again when the scrubber changed the text."""
-    done = redact_text(text)
+    return _redact(text, scrubber, None)
+
+
+def _redact(text: str, scrubber: SecretScrubber | None, counts: Counter[str] | None) -> str:
+    """`redact`, each replacement counted in `counts` when it is given (a Secret value as `secret-copy`)."""
+    done = _patterns(text, counts)
     if scrubber is None:
         return done
     scrubbed = scrubber.scrub(done)
-    return done if scrubbed == done else redact_text(scrubbed)
+    if scrubbed == done:
+        return done
+    if counts is not None:
+        counts["secret-copy"] += scrubbed.count(VALUE_PLACEHOLDER) - done.count(VALUE_PLACEHOLDER)
+    return _patterns(scrubbed, counts)
 
 
 def clean(value: T, scrubber: SecretScrubber | None = None, *, human: bool = False) -> T:
@@ -415,17 +517,387 @@ def clean(value: T, scrubber: SecretScrubber | None = None, *, human: bool = Fal
 
 
 def redact_object(obj: dict[str, Any]) -> dict[str, Any]:
-    """Redact a Secret in place (values become fingerprints of the decoded bytes) and return it."""
-    if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
+    """Redact a Secret in place (values become fingerprints of the decoded bytes, or stay the fingerprints a
+    redacted bundle holds) and return it."""
+    if not _is_secret(obj):
         return obj
     for key, decode in (("data", True), ("stringData", False)):
         values = obj.get(key)
         if isinstance(values, dict):
-            obj[key] = {
-                k: f"<redacted {fingerprint(_decoded(v) if decode else str(v))}>" for k, v in values.items()
-            }
+            obj[key] = {k: f"<redacted {_value_fingerprint(v, decode)}>" for k, v in values.items()}
     meta = obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     if isinstance(annotations, dict) and LAST_APPLIED in annotations:
         annotations[LAST_APPLIED] = "<redacted>"
     return obj
+
+
+_SECRET_NAME_WORDS = frozenset({
+    "password", "passwd", "pwd", "passphrase", "pass", "secret", "secrets", "token", "tokens", "key", "apikey",
+    "credential", "credentials", "auth",
+})
+"""Words of a name (`DB_PASSWORD`, `apiKey`, `example.com/deploy-token`) that say its value is a credential."""
+_REFERENCE_WORDS = frozenset({
+    "name", "names", "ref", "file", "path", "dir", "type", "kind", "url", "uri", "host", "endpoint", "mode",
+    "enabled", "length", "size", "ttl", "algorithm",
+})
+"""Last words of a name that says where a credential is or what it is like, not what it is (`secretName`,
+`TOKEN_FILE`, `AUTH_URL`)."""
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def _secret_name(name: str) -> bool:
+    """Whether a variable, key or field name says that its value is a credential (not a checksum of one, such as
+    the `checksum/secret` annotation charts put on pod templates)."""
+    words = [word.lower() for word in _NAME_WORDS.findall(name)]
+    return (bool(words) and words[-1] not in _REFERENCE_WORDS and "checksum" not in words
+            and any(w in _SECRET_NAME_WORDS for w in words))
+
+
+_CREDENTIAL_ENDINGS = frozenset({"password", "passwd", "passphrase", "token", "secret", "apikey", "credential",
+                                 "credentials"})
+_KEY_PREFIXES = frozenset({"api", "access", "secret", "private"})
+
+
+def _credential_field(name: str) -> bool:
+    """Whether a field of an object is named for a credential itself (`status.token` of a TokenRequest,
+    `bearerToken`, `clientSecret`, `apiKey`), not for something about one (`secretName`, `tokenExpirationSeconds`)."""
+    words = [word.lower() for word in _NAME_WORDS.findall(name)]
+    if not words:
+        return False
+    return words[-1] in _CREDENTIAL_ENDINGS or (words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_PREFIXES)
+
+
+def _may_name(name: str, value: str) -> bool:
+    """Whether a value of a setting or annotation that looks like a Kubernetes name may be one: always as
+    `namespace/name` (`cert-manager.io/inject-ca-from-secret`), else unless its name ends in a credential
+    (`token: my-token-value` is a token, `instanceLabelKey: app.kubernetes.io/instance` a label key)."""
+    return "/" in value or not _credential_field(name)
+
+
+def _harmless(value: str, references: bool) -> bool:
+    """A value under a credential-like name that is none: empty, several lines (a script, a config: the patterns
+    look into it), a placeholder, a reference or a literal, a short number; a Kubernetes name or label key when
+    `references` (settings and annotations name things, see `_may_name`; an env value is what the program gets,
+    and is masked)."""
+    value = value.strip()
+    return (not value or "\n" in value or value.startswith("<redacted") or _not_a_value(value)
+            or (value.isdigit() and len(value) < 8) or (references and _resource_like(value)))
+
+
+_KEPT = frozenset({
+    "apiVersion", "kind", "name", "generateName", "namespace", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "labels", "matchLabels", "matchExpressions", "selector",
+    "ownerReferences", "finalizers", "image", "imageID", "caBundle", "valueFrom",
+})
+"""Fields never changed, at any depth: what analyzers match objects by (names, labels, selectors, owners,
+images, versions), references to Secrets, and a webhook's caBundle (a public certificate)."""
+_KEPT_SCALARS = frozenset({"type", "reason", "phase"})
+"""Fields kept when they hold a string: identifiers such as a condition's type and reason, which a credential
+pattern could take for a token (`CorruptDockerOverlay2` is base64 enough)."""
+_FREE_TEXT = frozenset({"message", "msg", "note", "description"})
+"""Fields of prose, where the Secret values of the bundle are removed too (an error quoting the value it refused).
+Elsewhere only the patterns apply, so that a Secret value that happens to be a word, a host or a number leaves the
+fields that hold the same word alone."""
+_YAML_SETTING = re.compile(
+    r"(?m)^([ \t]*(?:-[ \t]+)?([A-Za-z0-9_.-]+)[ \t]*:[ \t]+)" + _NOT_REDACTED
+    + r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s#|>&*!{\[\"'][^\n#]*)"
+)
+"""A `key: value` line of YAML text with a scalar value (Helm values given as a string)."""
+_OPEN_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
+_CLOSE_KEY = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY-----")
+_KEY_BODY = re.compile(rf"({_TIMESTAMP})(?:[{_B64}]{{1,100}}={{0,2}}|Proc-Type:.*|DEK-Info:.*"
+                       rf"|{_CLOSE_KEY.pattern})[ \t\r]*")
+"""A line of a PEM private key's body, headers or END line, after a log's timestamp."""
+
+
+class Redactor:
+    """The redactor of bundles written to disk, by `collect` and `redact`: one per bundle, since it learns the
+    bundle's Secret values (`learn`, and `obj` of a Secret) to remove them from every later text. It counts what
+    it replaces by kind of secret in `counts`, never keeping a value. Safe to use from several threads."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._scrubber = SecretScrubber()
+        self._lock = threading.Lock()
+
+    def learn(self, raw: dict[str, Any], as_kind: tuple[str, str] | None = None) -> None:
+        """Remember the values of a Secret (or of the Secrets of a List) to remove them from texts."""
+        values = list(self._secret_values(raw, as_kind))
+        if values:
+            self._scrubber.add_values(values)
+
+    def obj(self, raw: dict[str, Any], as_kind: tuple[str, str] | None = None) -> dict[str, Any]:
+        """A redacted copy of one object (or List) for a bundle; `raw` itself when nothing in it changes.
+        `as_kind` (apiVersion, kind) is what to read it as when it names no kind (an item of a typed List, the
+        body of a patch); it is not added. Learns its Secret values first (see `learn`)."""
+        self.learn(raw, as_kind)
+        counts: Counter[str] = Counter()
+        done = self._object(raw, counts, as_kind)
+        self._count(counts)
+        return done
+
+    def text(self, text: str) -> str:
+        """One log line or any text, without credentials (the patterns) and the Secret values learnt so far."""
+        counts: Counter[str] = Counter()
+        done = _redact(text, self._scrubber, counts)
+        self._count(counts)
+        return done
+
+    def strings(self, value: Any) -> Any:
+        """`value` (JSON-like) with every string through `text`, whatever its field; `value` when nothing changes."""
+        counts: Counter[str] = Counter()
+        done = self._strings(value, counts)
+        self._count(counts)
+        return done
+
+    def secret_patch(self, ops: list[Any]) -> list[Any]:
+        """A JSON patch of a Secret (the body of an audit request) with every string of each operation's `value`
+        replaced by its fingerprint; `ops` when nothing changes."""
+        counts: Counter[str] = Counter()
+        done = _same([_same_dict(op, [
+            (k, self._fingerprints(v, not str(op.get("path", "")).startswith("/stringData"), counts) if k == "value"
+             else v) for k, v in op.items()]) if isinstance(op, dict) else op for op in ops], ops)
+        self._count(counts)
+        return done
+
+    def lines(self, lines: Iterable[str]) -> Iterator[str]:
+        """The lines of one log (each with or without its line ending, which is kept) through `text`, and the
+        body of a PEM private key whose BEGIN line is in the log masked line by line up to its END line."""
+        in_key = False
+        for line in lines:
+            body = line.rstrip("\r\n")
+            end = line[len(body):]
+            if in_key:
+                found = _KEY_BODY.fullmatch(body)
+                if found is not None:  # the key was counted at its BEGIN line
+                    in_key = _CLOSE_KEY.search(body) is None
+                    yield found.group(1) + "<redacted private key>" + end
+                    continue
+                if not body.strip():
+                    yield line
+                    continue
+            in_key = _opens_key(body)
+            yield self.text(body) + end
+
+    def _count(self, counts: Counter[str]) -> None:
+        if counts:
+            with self._lock:
+                self.counts.update(counts)
+
+    def _secret_values(self, raw: dict[str, Any], as_kind: tuple[str, str] | None) -> Iterator[str]:
+        view = _as_kind(raw, as_kind)
+        items = view.get("items")
+        kind = view.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
+            item_kind = _item_kind(view)
+            for item in items:
+                if isinstance(item, dict):
+                    yield from self._secret_values(item, item_kind)
+        else:
+            yield from secret_values(view)
+
+    def _object(self, raw: dict[str, Any], counts: Counter[str], as_kind: tuple[str, str] | None) -> dict[str, Any]:
+        view = _as_kind(raw, as_kind)
+        api, kind = str(view.get("apiVersion") or ""), view.get("kind")
+        argo, secret = api.startswith("argoproj.io/"), _is_secret(view)
+        listed = isinstance(kind, str) and kind.endswith("List") and isinstance(view.get("items"), list)
+        pairs: list[tuple[Any, Any]] = []
+        for key, value in view.items():
+            if key == "items" and listed:
+                item_kind = _item_kind(view)
+                done: Any = _same([self._object(i, counts, item_kind) if isinstance(i, dict) else i for i in value],
+                                  value)
+            elif key in ("data", "stringData") and secret and isinstance(value, dict):
+                done = _same_dict(value, [(k, self._fingerprint(v, key == "data", counts)) for k, v in value.items()])
+            elif key == "data" and kind == "ConfigMap" and api == "v1" and isinstance(value, dict):
+                done = _same_dict(value, [(k, self._config(str(k), v, counts)) for k, v in value.items()])
+            elif key == "metadata" and isinstance(value, dict):
+                done = _same_dict(value, [
+                    (k, self._annotations(v, counts, secret) if k == "annotations" else self._walk(k, v, counts, argo))
+                    for k, v in value.items()])
+            else:
+                done = self._walk(key, value, counts, argo)
+            pairs.append((key, done))
+        result = _same_dict(view, pairs)
+        if result is view:
+            return raw
+        return result if view is raw else {k: v for k, v in result.items() if k in raw}
+
+    def _walk(self, key: Any, value: Any, counts: Counter[str], argo: bool) -> Any:
+        """A field of an object: by its name where that says what it holds, else every string in it."""
+        if key in _KEPT or (key in _KEPT_SCALARS and not isinstance(value, dict | list)):
+            return value
+        if key in _FREE_TEXT and isinstance(value, str):
+            return self._text(value, counts)
+        if isinstance(value, str) and isinstance(key, str) and _credential_field(key):
+            return self._named(key, value, "credential-field", counts, references=True)
+        if key == "annotations" and isinstance(value, dict):
+            return self._annotations(value, counts, False)
+        if key == "managedFields" and isinstance(value, list):
+            return _same([_same_dict(e, [(k, self._text(v, counts) if k == "manager" and isinstance(v, str) else v)
+                                         for k, v in e.items()]) if isinstance(e, dict) else e for e in value], value)
+        if key == "env" and isinstance(value, list):
+            return _same([self._env(e, counts, argo) if isinstance(e, dict) else self._value(e, counts, argo)
+                          for e in value], value)
+        if key == "helm" and argo and isinstance(value, dict):
+            return self._helm(value, counts)
+        return self._value(value, counts, argo)
+
+    def _value(self, value: Any, counts: Counter[str], argo: bool) -> Any:
+        if isinstance(value, str):
+            return self._text(value, counts, scrub=False)
+        if isinstance(value, dict):
+            return _same_dict(value, [(k, self._walk(k, v, counts, argo)) for k, v in value.items()])
+        if isinstance(value, list):
+            return _same([self._value(v, counts, argo) for v in value], value)
+        return value
+
+    def _strings(self, value: Any, counts: Counter[str]) -> Any:
+        if isinstance(value, str):
+            return self._text(value, counts)
+        if isinstance(value, dict):
+            return _same_dict(value, [(k, self._strings(v, counts)) for k, v in value.items()])
+        if isinstance(value, list):
+            return _same([self._strings(v, counts) for v in value], value)
+        return value
+
+    def _text(self, text: str, counts: Counter[str], scrub: bool = True) -> str:
+        """`text` redacted (without the bundle's Secret values unless `scrub` is false); `text` itself when nothing
+        changes (the walks keep what is unchanged by identity)."""
+        done = _redact(text, self._scrubber if scrub else None, counts)
+        return text if done == text else done
+
+    def _named(self, name: str, value: Any, kind: str, counts: Counter[str], references: bool = False) -> Any:
+        """A value masked whole when its name says it is a credential, else through the patterns. With
+        `references`, a Kubernetes name is kept (see `_may_name`)."""
+        if not isinstance(value, str):
+            return value
+        if _secret_name(name) and not _harmless(value, references and _may_name(name, value)):
+            counts[kind] += 1
+            return PLACEHOLDER
+        return self._text(value, counts)
+
+    def _fingerprint(self, value: Any, decode: bool, counts: Counter[str]) -> Any:
+        if value is None or is_fingerprint(value):
+            return value
+        counts["secret-value"] += 1
+        return _value_fingerprint(value, decode)
+
+    def _fingerprints(self, value: Any, decode: bool, counts: Counter[str]) -> Any:
+        if isinstance(value, dict):
+            return _same_dict(value, [(k, self._fingerprints(v, decode, counts)) for k, v in value.items()])
+        if isinstance(value, list):
+            return _same([self._fingerprints(v, decode, counts) for v in value], value)
+        return self._fingerprint(value, decode, counts) if isinstance(value, str) else value
+
+    def _config(self, key: str, value: Any, counts: Counter[str]) -> Any:
+        """A ConfigMap entry; Argo CD's `resource.*` settings (health scripts, ignored differences of kinds named
+        like `…Secret`) are never masked whole."""
+        if key.startswith("resource."):
+            return self._text(value, counts) if isinstance(value, str) else value
+        return self._named(key, value, "configmap-value", counts, references=True)
+
+    def _annotations(self, value: Any, counts: Counter[str], secret: bool) -> Any:
+        if not isinstance(value, dict):
+            return self._value(value, counts, False)
+        return _same_dict(value, [(k, self._applied(v, counts, secret) if k == LAST_APPLIED
+                                   else self._named(str(k), v, "annotation", counts, references=True))
+                                  for k, v in value.items()])
+
+    def _applied(self, value: Any, counts: Counter[str], secret: bool) -> Any:
+        """The last-applied configuration: its JSON redacted as an object (a Secret's values become fingerprints)
+        and written back compact, as kubectl writes it; a Secret's that does not parse is masked."""
+        if not isinstance(value, str) or value.startswith("<redacted"):
+            return value
+        try:
+            doc = json.loads(value)
+        except (ValueError, RecursionError):
+            doc = None
+        if isinstance(doc, dict):
+            done = self._object(doc, counts, ("v1", "Secret") if secret else None)
+            if done is doc:
+                return value
+            return json.dumps(done, separators=(",", ":"), ensure_ascii=False) + ("\n" if value.endswith("\n") else "")
+        if secret:
+            counts["secret-value"] += 1
+            return PLACEHOLDER
+        return self._text(value, counts)
+
+    def _env(self, entry: dict[str, Any], counts: Counter[str], argo: bool) -> dict[str, Any]:
+        """One `env` entry (a container's, a plugin's): its value masked when its name looks like a credential."""
+        name = entry.get("name")
+        return _same_dict(entry, [
+            (k, self._named(name, v, "env-value", counts) if k == "value" and isinstance(name, str)
+             else self._walk(k, v, counts, argo))
+            for k, v in entry.items()])
+
+    def _helm(self, helm: dict[str, Any], counts: Counter[str]) -> dict[str, Any]:
+        """An Application source's `helm`: values (YAML text), valuesObject and parameters, by setting name."""
+        pairs: list[tuple[Any, Any]] = []
+        for key, value in helm.items():
+            if key == "values" and isinstance(value, str):
+                done: Any = self._text(self._yaml_settings(value, counts), counts)
+            elif key == "valuesObject":
+                done = self._tree(value, "", counts)
+            elif key == "parameters" and isinstance(value, list):
+                done = _same([_same_dict(p, [
+                    (k, self._named(str(p.get("name")), v, "helm-value", counts, references=True) if k == "value"
+                     else self._walk(k, v, counts, True)) for k, v in p.items()]) if isinstance(p, dict) else p
+                    for p in value], value)
+            else:
+                done = self._walk(key, value, counts, True)
+            pairs.append((key, done))
+        return _same_dict(helm, pairs)
+
+    def _tree(self, value: Any, name: str, counts: Counter[str]) -> Any:
+        """Helm values as an object: each string under a credential-like key masked, the others through the patterns."""
+        if isinstance(value, dict):
+            return _same_dict(value, [(k, self._tree(v, str(k), counts)) for k, v in value.items()])
+        if isinstance(value, list):
+            return _same([self._tree(v, name, counts) for v in value], value)
+        return self._named(name, value, "helm-value", counts, references=True)
+
+    def _yaml_settings(self, text: str, counts: Counter[str]) -> str:
+        """YAML text with the scalar value of each credential-like key masked (comments and layout kept)."""
+        def mask(match: re.Match[str]) -> str:
+            name, value = match.group(2), match.group(3).rstrip()
+            bare = value.strip("\"'")
+            if not _secret_name(name) or _harmless(bare, _may_name(name, bare)):
+                return match.group(0)
+            counts["helm-value"] += 1
+            return match.group(1) + PLACEHOLDER + match.group(3)[len(value):]
+
+        done = _YAML_SETTING.sub(mask, text) if ":" in text else text
+        return text if done == text else done
+
+
+def _opens_key(line: str) -> bool:
+    """Whether the last private key that begins in `line` does not end in it."""
+    begin = line.rfind("-----BEGIN ")
+    while begin >= 0 and _OPEN_KEY.match(line, begin) is None:
+        begin = line.rfind("-----BEGIN ", 0, begin)
+    return begin >= 0 and _CLOSE_KEY.search(line, begin) is None
+
+
+def _as_kind(raw: dict[str, Any], as_kind: tuple[str, str] | None) -> dict[str, Any]:
+    """`raw`, or a copy naming the apiVersion and kind it is to be read as when it names no kind."""
+    if as_kind is None or raw.get("kind"):
+        return raw
+    return {"apiVersion": as_kind[0], "kind": as_kind[1], **raw}
+
+
+def _item_kind(listed: dict[str, Any]) -> tuple[str, str] | None:
+    """What the items of a typed List (`SecretList`) are, as the reader completes them; None for a `List`."""
+    kind = str(listed.get("kind"))
+    return (str(listed.get("apiVersion") or ""), kind[: -len("List")]) if kind != "List" else None
+
+
+def _same(items: list[Any], old: list[Any]) -> list[Any]:
+    """`old` when every item is the one it had, else `items`."""
+    return old if all(a is b for a, b in zip(items, old, strict=True)) else items
+
+
+def _same_dict(old: dict[Any, Any], pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """`old` when every value is the one it had, else a dict of `pairs`."""
+    return old if all(v is old[k] for k, v in pairs) else dict(pairs)

@@ -1,0 +1,701 @@
+"""The live source: read a cluster through the Kubernetes API, read-only, into a v1 bundle.
+
+`collect` writes what it reads into a bundle folder (objects as `kind: List` JSON pages, logs in the bundle
+layout, `bundle.yaml`, `clock.yaml` when probed); `scan --live` collects into a private temporary folder and
+loads it with the bundle loader, so that a live scan and the scan of a collected bundle read the very same
+files and give the same findings. Only what the selected rules need is read (`model.Needs`).
+
+The client can only GET (`ReadOnlyClient`). Lists are paginated (`limit` + `continue`; a 410 Gone restarts the
+list, and objects already written are not written twice), requests run a few at a time with a timeout each,
+and 429 (with `Retry-After`), 5xx and dropped connections are retried with backoff. A 403 never stops the
+collection: it is recorded in `bundle.yaml` under `skipped`, where the `collector-permission-missing` rule
+reads it, as it reads any other request that failed.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import msgspec
+import yaml
+from lightkube import KubeConfig
+from lightkube.config.client_adapter import Client as adapter_client
+from lightkube.config.client_adapter import ConnectionParams
+from lightkube.core.exceptions import ConfigError as LightkubeConfigError
+
+from argo_doctor import __version__
+from argo_doctor.errors import ConfigError, InputError
+from argo_doctor.model import Needs
+from argo_doctor.snapshot import Obj, Snapshot
+from argo_doctor.sources.objects import RawObject, as_list, mapping
+from argo_doctor.sources.redact import Redactor
+
+PAGE_SIZE = 500
+CONCURRENCY = 8
+TIMEOUT = 30.0
+ATTEMPTS = 5
+MAX_RETRY_AFTER = 30.0
+GONE_RESTARTS = 3
+DEFAULT_SINCE = timedelta(hours=24)
+DEFAULT_MAX_LOG_BYTES = 10 * 1024 * 1024
+FAILING_POD_TAIL_LINES = 500
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+RETRIED_STATUS = {429, 500, 502, 503, 504}
+KEPT_METRICS = ("apiserver_requested_deprecated_apis", "apiserver_request_total",
+                "# HELP apiserver_requested_deprecated_apis", "# TYPE apiserver_requested_deprecated_apis")
+"""The API server metrics the rules read; the rest of /metrics is not kept."""
+SLIM_KINDS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
+              ("", "Pod"), ("argoproj.io", "Application")}
+NAMESPACE_KINDS = {("", "Secret"), ("", "ConfigMap")}
+"""Kinds read only in the namespaces of interest (the Argo namespaces and those of webhook services), never
+cluster-wide: the settings, and Secrets, which a scan must not read more of than it needs."""
+VERSIONS = {"": "v1", "apps": "v1", "coordination.k8s.io": "v1", "discovery.k8s.io": "v1",
+            "admissionregistration.k8s.io": "v1", "argoproj.io": "v1alpha1", "apiextensions.k8s.io": "v1",
+            "rbac.authorization.k8s.io": "v1", "batch": "v1", "networking.k8s.io": "v1"}
+
+
+class ApiError(InputError):
+    """A request the API did not answer usefully; `status` is its HTTP status, None when there was no answer."""
+
+    def __init__(self, request: str, status: int | None, reason: str) -> None:
+        super().__init__(f"{request}: {reason}")
+        self.request = request
+        self.status = status
+        self.reason = reason
+
+
+class ReadOnlyViolation(RuntimeError):
+    """Something tried to send a request other than GET through the live source's client."""
+
+
+class ReadOnlyClient:
+    """An API client that can only GET: the one way the live source reaches the cluster. Every request passes a
+    hook that refuses any other method before it is sent, and the class itself offers no other verb."""
+
+    def __init__(self, http: httpx2.Client, server: str) -> None:
+        self._http = http
+        self.server = server
+        http.event_hooks = {"request": [self._only_get], "response": []}
+        self.requests = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _only_get(request: httpx2.Request) -> None:
+        if request.method not in ("GET", "HEAD"):
+            raise ReadOnlyViolation(f"refused {request.method} {request.url.path}: argo-doctor only reads")
+
+    def get(self, path: str, params: dict[str, str] | None = None, *, stream: bool = False,
+            headers: dict[str, str] | None = None) -> httpx2.Response:
+        """One GET, retried on 429 (after `Retry-After`), 5xx and dropped connections; ApiError otherwise."""
+        shown = _shown(path, params)
+        for attempt in range(ATTEMPTS):
+            with self._lock:
+                self.requests += 1
+            try:
+                request = self._http.build_request("GET", path, params=params, headers=headers)
+                response = self._http.send(request, stream=stream)
+            except httpx2.TimeoutException:
+                if attempt >= 1:  # a server that hangs twice will hang again
+                    raise ApiError(shown, None, f"no answer within {TIMEOUT:.0f} s (timeout)") from None
+                continue
+            except (httpx2.TransportError, httpx2.DecodingError) as exc:
+                if attempt == ATTEMPTS - 1:
+                    raise ApiError(shown, None, f"connection failed: {exc or type(exc).__name__}") from None
+                time.sleep(_backoff(attempt))
+                continue
+            if response.status_code in RETRIED_STATUS and attempt < ATTEMPTS - 1:
+                wait = _retry_after(response.headers.get("retry-after"), attempt)
+                response.close()
+                time.sleep(wait)
+                continue
+            if response.status_code >= 400:
+                if stream:
+                    response.read()
+                raise ApiError(shown, response.status_code, _status_reason(response))
+            return response
+        raise ApiError(shown, None, "no answer after retries")  # pragma: no cover - the loop returns or raises
+
+    def get_json(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        """A GET whose answer must be a JSON object."""
+        response = self.get(path, params)
+        kind = response.headers.get("content-type", "")
+        if "json" not in kind:
+            raise ApiError(_shown(path, params), response.status_code,
+                           f"answered {kind.split(';')[0] or 'no content type'}, not JSON (a proxy in the way?)")
+        try:
+            doc = msgspec.json.decode(response.content)
+        except msgspec.DecodeError as exc:
+            raise ApiError(_shown(path, params), response.status_code, f"invalid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise ApiError(_shown(path, params), response.status_code, "answered JSON that is not an object")
+        return doc
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+
+def _shown(path: str, params: dict[str, str] | None) -> str:
+    query = "&".join(f"{k}={v}" for k, v in (params or {}).items() if k != "continue")
+    return f"GET {path}{'?' + query if query else ''}"
+
+
+def _backoff(attempt: int) -> float:
+    return float(min(8.0, 0.25 * 2**attempt) * (0.5 + random.random() / 2))
+
+
+def _retry_after(header: str | None, attempt: int) -> float:
+    if header:
+        try:
+            return min(MAX_RETRY_AFTER, max(0.0, float(header)))
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(header)
+                return min(MAX_RETRY_AFTER, max(0.0, (when - datetime.now(UTC)).total_seconds()))
+            except (TypeError, ValueError):
+                pass
+    return _backoff(attempt)
+
+
+def _status_reason(response: httpx2.Response) -> str:
+    """`403 Forbidden: <the API's message>`, from a Status object when there is one."""
+    message = ""
+    try:
+        doc = response.json()
+        if isinstance(doc, dict):
+            message = str(doc.get("message") or "")
+    except ValueError:
+        message = ""
+    head = f"{response.status_code} {response.reason_phrase}".strip()
+    return f"{head}: {message[:300]}" if message else head
+
+
+def connect(kubeconfig: Path | None = None, context: str | None = None, *, timeout: float = TIMEOUT,
+            service_account: Path = SERVICE_ACCOUNT) -> ReadOnlyClient:
+    """A read-only client for the cluster of `--kubeconfig`/`--context`; without a kubeconfig, the in-cluster
+    service account when running in a pod, else `$KUBECONFIG` or `~/.kube/config`."""
+    try:
+        if kubeconfig is not None:
+            config = KubeConfig.from_file(kubeconfig)
+        elif os.environ.get("KUBERNETES_SERVICE_HOST") and (service_account / "token").is_file():
+            config = KubeConfig.from_service_account(service_account)
+        else:
+            config = KubeConfig.from_file(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
+        single = config.get(context_name=context)
+        if single is None:
+            raise ConfigError("the kubeconfig has no current context; name one with --context")
+        params = ConnectionParams(timeout=httpx2.Timeout(timeout))
+        http = adapter_client(single, params)
+    except (LightkubeConfigError, OSError, KeyError, ValueError, yaml.YAMLError) as exc:
+        reason = exc.args[0] if isinstance(exc, KeyError | LightkubeConfigError) and exc.args else exc
+        raise ConfigError(f"cannot use the cluster configuration: {reason}") from None
+    return ReadOnlyClient(http, single.cluster.server)
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A kind the API serves, as discovery tells it."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        """`group/version`, or `version` for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def need(self) -> str:
+        """The kind as rules declare it: `Kind` or `group/Kind`."""
+        return f"{self.group}/{self.kind}" if self.group else self.kind
+
+    def path(self, namespace: str | None = None) -> str:
+        """The list path, cluster-wide or in one namespace."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{base}/namespaces/{namespace}/{self.plural}" if namespace and self.namespaced else \
+            f"{base}/{self.plural}"
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    """How much to read, and how."""
+
+    namespaces: tuple[str, ...] = ()
+    """The Argo namespaces; empty: every namespace that holds an Argo component."""
+    since: timedelta = DEFAULT_SINCE
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
+    previous: bool = True
+    probe_node_clocks: bool = False
+    metrics: bool = False
+    """Read the API server's /metrics (when a rule needs it, or for `deprecations --live`)."""
+    concurrency: int = CONCURRENCY
+    redact: bool = True
+    page_size: int = PAGE_SIZE
+
+
+@dataclass
+class Tally:
+    """What the collection did so far, for the progress display and the summary line."""
+
+    kinds: int = 0
+    pages: int = 0
+    objects: int = 0
+    logs: int = 0
+    log_bytes: int = 0
+    skipped: int = 0
+    phase: str = ""
+
+
+@dataclass
+class Collected:
+    """The result of a collection: where the bundle is, what it holds, and what could not be read."""
+
+    root: Path
+    tally: Tally
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
+    redactions: dict[str, int] = field(default_factory=dict)
+    requests: int = 0
+
+
+Progress = Callable[[Tally], None]
+
+
+class Collector:
+    """Reads what `needs` asks for into a bundle folder `root`."""
+
+    def __init__(self, client: ReadOnlyClient, root: Path, needs: Needs, options: LiveOptions,
+                 progress: Progress | None = None) -> None:
+        self.client = client
+        self.root = root
+        self.needs = needs
+        self.options = options
+        self.progress = progress or (lambda tally: None)
+        self.redactor = Redactor() if options.redact else None
+        self.tally = Tally()
+        self.skipped: list[dict[str, str]] = []
+        self.absent: list[str] = []
+        self.slim = Snapshot("live")
+        """Workloads, pods and Applications, cut down to what decides which namespaces and logs to read."""
+        self._lock = threading.Lock()
+        self._discovered: dict[str, dict[str, Resource] | None] = {}
+        self._listed: set[tuple[str, str]] = set()
+
+    # -- the phases ---------------------------------------------------------------------------
+    def run(self) -> Collected:
+        """Collect everything; never raises for a request that failed (it is recorded as skipped)."""
+        (self.root / "objects").mkdir(parents=True, exist_ok=True)
+        started = datetime.now(UTC)
+        version = self._version()
+        wide = [r for r in self._resources(self.needs.kinds) if (r.group, r.kind) not in NAMESPACE_KINDS]
+        if self.needs.events:
+            events = self._resource("", "Event")
+            if events is not None:
+                wide.append(events)
+        self._phase("objects", [(r, None) for r in wide])
+        namespaces = self._namespaces_of_interest()
+        scoped = [r for r in self._resources(self.needs.kinds) if (r.group, r.kind) in NAMESPACE_KINDS]
+        # Secrets first, so that the redactor knows their values before any log line is written
+        scoped.sort(key=lambda r: r.kind != "Secret")
+        self._phase("settings and secrets", [(r, ns) for r in scoped for ns in sorted(namespaces)])
+        if self.needs.app_resources:
+            self._phase("application resources", self._app_resource_lists())
+        self._logs()
+        if self.needs.metrics or self.options.metrics:
+            self._metrics()
+        clock = self._probe_clocks() if self.options.probe_node_clocks else None
+        self._write_meta(started, version, namespaces, clock)
+        self.tally.phase = "done"
+        self.progress(self.tally)
+        counts = dict(self.redactor.counts) if self.redactor is not None else {}
+        return Collected(self.root, self.tally, self.skipped, self.absent, counts, self.client.requests)
+
+    def _phase(self, name: str, jobs: list[tuple[Resource, str | None]]) -> None:
+        self.tally.phase = name
+        self.progress(self.tally)
+        with ThreadPoolExecutor(max_workers=self.options.concurrency) as pool:
+            list(pool.map(lambda job: self._list(*job), jobs))
+
+    def _version(self) -> dict[str, Any]:
+        """The API server's version; InputError when the API server does not answer at all."""
+        try:
+            return self.client.get_json("/version")
+        except ApiError as exc:
+            if exc.status is None:
+                raise InputError(f"cannot reach the API server {self.client.server}: {exc.reason}") from None
+            self._skip("cluster version", exc, "version")
+            return {}
+
+    # -- discovery ------------------------------------------------------------------------------
+    def _resources(self, kinds: Iterable[str]) -> list[Resource]:
+        found = []
+        for need in sorted(kinds):
+            group, _, kind = need.rpartition("/")
+            resource = self._resource(group, kind)
+            if resource is not None:
+                found.append(resource)
+        return found
+
+    def _resource(self, group: str, kind: str, version: str | None = None) -> Resource | None:
+        version = version or VERSIONS.get(group)
+        if version is None:
+            version = self._preferred_version(group)
+            if version is None:
+                return None
+        api_version = f"{group}/{version}" if group else version
+        if api_version not in self._discovered:
+            path = f"/apis/{api_version}" if group else f"/api/{version}"
+            try:
+                doc = self.client.get_json(path)
+                table: dict[str, Resource] = {}
+                for item in as_list(doc.get("resources")):
+                    item = mapping(item)
+                    name = str(item.get("name") or "")
+                    if name and "/" not in name and item.get("kind"):
+                        table[str(item["kind"])] = Resource(group, version, str(item["kind"]), name,
+                                                            bool(item.get("namespaced")))
+                self._discovered[api_version] = table
+            except ApiError as exc:
+                served_nothing = exc.status == 404
+                self._discovered[api_version] = {} if served_nothing else None
+                if not served_nothing:
+                    self._skip(f"discovery of {api_version}", exc, f"kind:{group}/{kind}" if group else f"kind:{kind}")
+        served = self._discovered[api_version]
+        if served is None:  # discovery failed: recorded as skipped, not as absent
+            return None
+        resource = served.get(kind)
+        if resource is None:
+            self.absent.append(f"{kind} ({api_version}): not served by this cluster")
+        return resource
+
+    def _preferred_version(self, group: str) -> str | None:
+        try:
+            doc = self.client.get_json(f"/apis/{group}")
+        except ApiError as exc:
+            if exc.status != 404:
+                self._skip(f"discovery of {group}", exc, f"group:{group}")
+            return None
+        preferred = mapping(doc.get("preferredVersion")).get("version")
+        return str(preferred) if preferred else None
+
+    # -- lists ------------------------------------------------------------------------------------
+    def _list(self, resource: Resource, namespace: str | None) -> None:
+        """Every page of one list into `objects/`, restarting once the continue token expires (410)."""
+        key = (resource.need, namespace or "")
+        with self._lock:
+            if key in self._listed:
+                return
+            self._listed.add(key)
+            self.tally.kinds += 1
+        folder = self.root / "objects" / f"{resource.plural}.{resource.group or 'core'}"
+        folder.mkdir(parents=True, exist_ok=True)
+        prefix = f"{namespace}-" if namespace else ""
+        seen: set[tuple[str, str]] = set()
+        page = 0
+        for _restart in range(GONE_RESTARTS + 1):
+            token = ""
+            try:
+                while True:
+                    params = {"limit": str(self.options.page_size)}
+                    if token:
+                        params["continue"] = token
+                    doc = self.client.get_json(resource.path(namespace), params)
+                    items = [self._item(resource, i) for i in as_list(doc.get("items")) if isinstance(i, dict)]
+                    fresh = [i for i in items if _key(i) not in seen]
+                    seen.update(_key(i) for i in fresh)
+                    if fresh:
+                        page += 1
+                        self._write_page(folder / f"{prefix}{page:04d}.json", resource, fresh)
+                    token = str(mapping(doc.get("metadata")).get("continue") or "")
+                    if not token:
+                        return
+            except ApiError as exc:
+                if exc.status == 410 and _restart < GONE_RESTARTS:
+                    continue  # the list changed under us: start again, skipping what is already written
+                where = f" in {namespace}" if namespace else ""
+                self._skip(f"list {resource.plural}{where}", exc, f"kind:{resource.need}")
+                return
+
+    def _item(self, resource: Resource, item: dict[str, Any]) -> dict[str, Any]:
+        """A list item with the apiVersion and kind that list items leave out."""
+        item.setdefault("apiVersion", resource.api_version)
+        item.setdefault("kind", resource.kind)
+        return item
+
+    def _write_page(self, path: Path, resource: Resource, items: list[dict[str, Any]]) -> None:
+        for item in items:
+            if (resource.group, resource.kind) in SLIM_KINDS:
+                slim = _slim(item)
+                with self._lock:
+                    self.slim.add(RawObject(slim, "live"))
+        if self.redactor is not None:
+            items = [self.redactor.obj(item) for item in items]
+        body = msgspec.json.encode({"apiVersion": "v1", "kind": "List", "items": items})
+        path.write_bytes(body)
+        with self._lock:
+            self.tally.pages += 1
+            self.tally.objects += len(items)
+        self.progress(self.tally)
+
+    # -- scope --------------------------------------------------------------------------------------
+    def argo_namespaces(self) -> set[str]:
+        """The namespaces given with `--namespace`, else those holding an Argo component."""
+        if self.options.namespaces:
+            return set(self.options.namespaces)
+        found = set()
+        for component in self.slim.components:
+            if component.workload is not None:
+                found.add(component.workload.namespace)
+            found.update(p.namespace for p in component.pods)
+        return found
+
+    def _namespaces_of_interest(self) -> set[str]:
+        namespaces = self.argo_namespaces()
+        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+            for path in (self.root / "objects").glob(f"{kind.lower()}s.admissionregistration.k8s.io/*.json"):
+                for config in as_list(msgspec.json.decode(path.read_bytes()).get("items")):
+                    for hook in as_list(mapping(config).get("webhooks")):
+                        service = mapping(mapping(mapping(hook).get("clientConfig")).get("service"))
+                        if service.get("namespace"):
+                            namespaces.add(str(service["namespace"]))
+        return namespaces
+
+    def _app_resource_lists(self) -> list[tuple[Resource, str | None]]:
+        """One list per kind that Applications deploy and no rule listed already, in the namespaces they use."""
+        wanted: dict[tuple[str, str, str], set[str]] = {}
+        for app in self.slim.applications():
+            for entry in as_list(app.status.get("resources")):
+                entry = mapping(entry)
+                kind, group = str(entry.get("kind") or ""), str(entry.get("group") or "")
+                version = str(entry.get("version") or "") or VERSIONS.get(group, "")
+                if kind and version:
+                    wanted.setdefault((group, version, kind), set()).add(str(entry.get("namespace") or ""))
+        jobs: list[tuple[Resource, str | None]] = []
+        for (group, version, kind), namespaces in sorted(wanted.items()):
+            need = f"{group}/{kind}" if group else kind
+            if need in self.needs.kinds or (group, kind) in NAMESPACE_KINDS:
+                continue
+            resource = self._resource(group, kind, version)
+            if resource is None:
+                continue
+            if not resource.namespaced or "" in namespaces:
+                jobs.append((resource, None))
+            else:
+                jobs.extend((resource, ns) for ns in sorted(namespaces))
+        return jobs
+
+    # -- logs -----------------------------------------------------------------------------------------
+    def _logs(self) -> None:
+        jobs: list[tuple[Obj, str, bool, bool]] = []
+        argo = self.argo_namespaces()
+        wanted = self.needs.logs
+        if wanted:
+            for component in self.slim.components:
+                if "*" not in wanted and component.name not in wanted:
+                    continue
+                for pod in component.pods:
+                    if pod.namespace in argo:
+                        jobs.extend(self._log_jobs(pod, tail=False))
+        if self.needs.failing_pod_logs:
+            spots = {str(mapping(a.spec.get("destination")).get("namespace") or "") for a in self.slim.applications()}
+            done = {(j[0].namespace, j[0].name) for j in jobs}
+            for pod in self.slim.of_kind("Pod", ""):
+                if pod.namespace in spots and (pod.namespace, pod.name) not in done and _failing(pod):
+                    jobs.extend(self._log_jobs(pod, tail=True))
+        self.tally.phase = "logs"
+        self.progress(self.tally)
+        with ThreadPoolExecutor(max_workers=self.options.concurrency) as pool:
+            list(pool.map(lambda job: self._log(*job), jobs))
+
+    def _log_jobs(self, pod: Obj, tail: bool) -> list[tuple[Obj, str, bool, bool]]:
+        jobs = []
+        for status in as_list(pod.status.get("containerStatuses")) + as_list(pod.status.get("initContainerStatuses")):
+            status = mapping(status)
+            name = str(status.get("name") or "")
+            if not name:
+                continue
+            jobs.append((pod, name, False, tail))
+            if self.options.previous and (int(status.get("restartCount") or 0) > 0
+                                          or mapping(status.get("lastState")).get("terminated")):
+                jobs.append((pod, name, True, tail))
+        return jobs
+
+    def _log(self, pod: Obj, container: str, previous: bool, tail: bool) -> None:
+        params = {"container": container, "timestamps": "true", "limitBytes": str(self.options.max_log_bytes)}
+        if previous:
+            params["previous"] = "true"
+        else:
+            params["sinceSeconds"] = str(max(1, int(self.options.since.total_seconds())))
+        if tail:
+            params["tailLines"] = str(FAILING_POD_TAIL_LINES)
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/log"
+        target = self.root / "logs" / pod.namespace / pod.name / f"{container}{'.previous' if previous else ''}.log"
+        try:
+            response = self.client.get(path, params, stream=True)
+        except ApiError as exc:
+            if exc.status == 400 and previous:  # no previous instance after all
+                return
+            self._skip(f"logs of {pod.namespace}/{pod.name} {container}{' (previous)' if previous else ''}", exc,
+                       "logs")
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        written = 0
+        try:
+            with target.open("w", encoding="utf-8", errors="replace", newline="") as out:
+                lines = _lines(response.iter_text())
+                for line in self.redactor.lines(lines) if self.redactor is not None else lines:
+                    written += out.write(line)
+        except (httpx2.TransportError, httpx2.DecodingError) as exc:
+            self._skip(f"logs of {pod.namespace}/{pod.name} {container} (cut)", ApiError(
+                _shown(path, params), None, f"connection dropped after {written:,} bytes: {exc}"), "logs")
+        finally:
+            response.close()
+        with self._lock:
+            self.tally.logs += 1
+            self.tally.log_bytes += written
+        self.progress(self.tally)
+
+    # -- metrics and clocks ----------------------------------------------------------------------------
+    def _metrics(self) -> None:
+        try:
+            response = self.client.get("/metrics")
+        except ApiError as exc:
+            self._skip("API server metrics", exc, "metrics")
+            return
+        (self.root / "metrics").mkdir(exist_ok=True)
+        wanted = [line for line in response.text.splitlines() if line.startswith(KEPT_METRICS)]
+        (self.root / "metrics" / "apiserver.prom").write_text("\n".join(wanted) + "\n" if wanted else "")
+
+    def _probe_clocks(self) -> dict[str, Any] | None:
+        self.tally.phase = "clock probes"
+        self.progress(self.tally)
+        apiserver = self._probe("/version")
+        if apiserver is None:
+            return None
+        probes = []
+        for node in self.slim_nodes():
+            probe = self._probe(f"/api/v1/nodes/{node}/proxy/healthz")
+            if probe is not None:
+                probes.append({"node": node, **probe})
+        return {"apiserver": apiserver, "probes": probes}
+
+    def slim_nodes(self) -> list[str]:
+        """The names of the nodes the pods run on."""
+        return sorted({p.node_name for p in self.slim.of_kind("Pod", "") if p.node_name})
+
+    def _probe(self, path: str) -> dict[str, str] | None:
+        sent = datetime.now(UTC)
+        try:
+            response = self.client.get(path)
+        except ApiError as exc:
+            self._skip(f"clock probe {path}", exc, "node-proxy" if "/proxy/" in path else "version")
+            return None
+        received = datetime.now(UTC)
+        date = response.headers.get("date")
+        if not date:
+            return None
+        return {"date": date, "sent": sent.isoformat(), "received": received.isoformat()}
+
+    # -- records --------------------------------------------------------------------------------------
+    def _skip(self, what: str, exc: ApiError, need: str) -> None:
+        with self._lock:
+            self.skipped.append({"what": what, "request": exc.request, "reason": exc.reason, "need": need,
+                                 "status": str(exc.status or "")})
+            self.tally.skipped += 1
+
+    def _write_meta(self, started: datetime, version: dict[str, Any], namespaces: set[str],
+                    clock: dict[str, Any] | None) -> None:
+        components = sorted({(c.name, c.version or "") for c in self.slim.components})
+        meta = {
+            "collectedAt": started.isoformat().replace("+00:00", "Z"),
+            "collectedBy": f"argo-doctor {__version__}",
+            "cluster": {"name": self.client.server, "version": str(version.get("gitVersion") or "")},
+            "components": [{"name": n, "version": v} for n, v in components],
+            "namespaces": sorted(namespaces),
+            "options": {"since": str(self.options.since), "maxLogBytes": self.options.max_log_bytes,
+                        "previous": self.options.previous, "probeNodeClocks": self.options.probe_node_clocks,
+                        "redacted": self.options.redact, "needs": sorted(self.needs.kinds)},
+            "skipped": sorted(self.skipped, key=lambda s: (s["need"], s["what"])),
+            "absent": sorted(set(self.absent)),
+        }
+        (self.root / "bundle.yaml").write_text(yaml.safe_dump(meta, sort_keys=False, width=1000))
+        if clock is not None:
+            (self.root / "clock.yaml").write_text(yaml.safe_dump(clock, sort_keys=False))
+
+
+def _lines(chunks: Iterable[str]) -> Iterator[str]:
+    """The lines of a streamed text, each with its line ending (the last one given one)."""
+    partial: list[str] = []  # the pieces of a line not ended yet: linear even for a line of megabytes
+    for chunk in chunks:
+        if "\n" not in chunk:
+            partial.append(chunk)
+            continue
+        first, *lines, last = chunk.split("\n")
+        yield "".join((*partial, first, "\n"))
+        yield from (line + "\n" for line in lines)
+        partial = [last] if last else []
+    if partial:
+        yield "".join((*partial, "\n"))
+
+
+def _key(item: dict[str, Any]) -> tuple[str, str]:
+    meta = mapping(item.get("metadata"))
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _slim(item: dict[str, Any]) -> dict[str, Any]:
+    """The fields that tell components, pods, their logs and Applications' namespaces."""
+    meta = mapping(item.get("metadata"))
+    spec = mapping(item.get("spec"))
+    slim: dict[str, Any] = {"apiVersion": item.get("apiVersion"), "kind": item.get("kind"), "metadata": {
+        k: meta[k] for k in ("name", "namespace", "uid", "labels", "ownerReferences") if k in meta}}
+    if item.get("kind") == "Pod":
+        containers = [{"name": mapping(c).get("name"), "image": mapping(c).get("image")}
+                      for c in as_list(spec.get("containers"))]
+        slim["spec"] = {"nodeName": spec.get("nodeName"), "containers": containers}
+        status = mapping(item.get("status"))
+        slim["status"] = {k: status[k] for k in ("containerStatuses", "initContainerStatuses", "phase") if k in status}
+    elif item.get("kind") == "Application":
+        slim["spec"] = {"destination": spec.get("destination")}
+        slim["status"] = {"resources": mapping(item.get("status")).get("resources")}
+    else:
+        template = mapping(spec.get("template"))
+        slim["spec"] = {"selector": spec.get("selector"), "template": {
+            "metadata": {"labels": mapping(template.get("metadata")).get("labels")},
+            "spec": {"containers": [{"image": mapping(c).get("image")}
+                                    for c in as_list(mapping(template.get("spec")).get("containers"))]}}}
+    return slim
+
+
+def _failing(pod: Obj) -> bool:
+    """Whether a pod's container restarted, waits with a reason or ended in error."""
+    for status in as_list(pod.status.get("containerStatuses")):
+        status = mapping(status)
+        state = mapping(status.get("state"))
+        if int(status.get("restartCount") or 0) > 0 or mapping(state.get("waiting")).get("reason") or \
+                mapping(state.get("terminated")).get("exitCode") not in (None, 0):
+            return True
+    return False
+
+
+def collect(client: ReadOnlyClient, root: Path, needs: Needs, options: LiveOptions,
+            progress: Progress | None = None) -> Collected:
+    """Read the cluster into the bundle folder `root` (created; it must not hold a bundle already)."""
+    if root.exists() and any(root.iterdir()):
+        raise ConfigError(f"{root} is not empty; choose a new folder")
+    root.mkdir(parents=True, exist_ok=True)
+    return Collector(client, root, needs, options, progress).run()
