@@ -4,8 +4,9 @@
 Generates the bundle if needed (``bench/generate.py``), then measures, with a warm page
 cache: the full ``argo-doctor scan``, the scan of ``objects/`` alone, ``grep -F`` with the
 tool's own log signatures over the same logs, and a bare PyYAML/json parse of the same
-object files. Prints a table against the aims; ``--results`` appends it to a markdown file.
-See bench/README.md.
+object files; then the live rows (``bench/live.py``): ``collect`` and ``scan --live`` against a
+synthetic installation served by a fake kube-apiserver, and the scan of the collected bundle.
+Prints a table against the aims; ``--results`` appends it to a markdown file. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from generate import format_size, parse_size
+
+from live import SIZES, LiveError, LiveReport, run_live
 
 BENCH = Path(__file__).resolve().parent
 MIB = 2**20
@@ -267,7 +270,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, nargs="?", const=BENCH / "RESULTS.md", default=None,
                     help="append the results as a markdown section to FILE (default bench/RESULTS.md)")
     ap.add_argument("--check", action="store_true", help="exit 1 if an aim is missed")
+    ap.add_argument("--live-size", choices=[*SIZES, "off"], default=os.environ.get("BENCH_LIVE_SIZE", "full"),
+                    help="size of the live rows: full (5000 apps, 50000 pods), small (500, 5000) or off "
+                         "(default: $BENCH_LIVE_SIZE, else full)")
+    ap.add_argument("--live-only", action="store_true", help="only the live rows (no bundle is generated)")
     args = ap.parse_args(argv)
+    if args.live_only and args.live_size == "off":
+        ap.error("--live-only with --live-size off leaves nothing to measure")
     try:
         log_bytes = parse_size(args.log_bytes)
     except argparse.ArgumentTypeError as e:
@@ -277,15 +286,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     argo: Path = args.argo_doctor
     try:
         return run(args, data, argo, log_bytes)
-    except BenchError as e:
+    except (BenchError, LiveError) as e:
         print(f"bench: {e}", file=sys.stderr)
         return 2
 
 
 def run(args: argparse.Namespace, data: Path, argo: Path, log_bytes: int) -> int:
-    """Generate, measure, report."""
+    """Measure the bundle rows and the live rows as asked, print the table, append the results."""
     if not (argo.is_file() and os.access(argo, os.X_OK)):
         raise BenchError(f"argo-doctor not found at {argo}; install the project or pass --argo-doctor PATH")
+    rows = [] if args.live_only else bundle_rows(args, data, argo, log_bytes)
+    live: LiveReport | None = None
+    if args.live_size != "off":
+        with tempfile.TemporaryDirectory(prefix="argo-doctor-bench-live-") as tmp:
+            live = run_live(argo, SIZES[args.live_size], Path(tmp), args.repeat)
+        rows += [Row(*cells) for cells in live.rows]
+    header = Row("metric", "value", "aim", "status", "detail")
+    table = [header, *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    print()
+    for r in table:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    missed = [r.metric for r in rows if r.status == "MISSED"]
+    if args.results:
+        write_results(args.results, args, None if args.live_only else data, argo, log_bytes, rows, live)
+        print(f"\nbench: appended to {args.results}", file=sys.stderr)
+    return 1 if args.check and missed else 0
+
+
+def bundle_rows(args: argparse.Namespace, data: Path, argo: Path, log_bytes: int) -> list[Row]:
+    """Generate the bundle and measure the log pass, the object pass and the full scan on it."""
     grep = shutil.which("grep")
     if not grep:
         raise BenchError("grep not found on PATH")
@@ -383,33 +413,29 @@ def run(args: argparse.Namespace, data: Path, argo: Path, log_bytes: int) -> int
         Row("findings", "?" if summary.findings is None else str(summary.findings),
             detail=", ".join(f"{k} {v}" for k, v in sorted((summary.severities or {}).items()))),
     ]
-    header = Row("metric", "value", "aim", "status", "detail")
-    table = [header, *rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    print()
-    for r in table:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    missed = [r.metric for r in rows if r.status == "MISSED"]
-    if args.results:
-        write_results(args.results, args, data, argo, log_bytes, rows)
-        print(f"\nbench: appended to {args.results}", file=sys.stderr)
-    return 1 if args.check and missed else 0
+    return rows
 
 
-def write_results(path: Path, args: argparse.Namespace, data: Path, argo: Path, log_bytes: int,
-                  rows: Sequence[Row]) -> None:
-    """Append one markdown section with the date, machine, parameters and the table."""
+def write_results(path: Path, args: argparse.Namespace, data: Path | None, argo: Path, log_bytes: int,
+                  rows: Sequence[Row], live: LiveReport | None = None) -> None:
+    """Append one markdown section with the date, machine, parameters and the table (`data` None: no bundle
+    rows were measured)."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    stamp = json.loads((data / ".bench-params.json").read_text())
+    params = []
+    if data is not None:
+        stamp = json.loads((data / ".bench-params.json").read_text())
+        params.append(f"- parameters: apps {args.apps}, pods {args.pods}, log bytes {format_size(log_bytes)}, "
+                      f"audit bytes {stamp['audit_bytes'] / MIB:.1f} MiB, seed {args.seed}, best of {args.repeat}")
+    if live is not None:
+        params.append(f"- {live.params}")
     lines = []
     if not path.exists() or path.stat().st_size == 0:
         lines += ["# argo-doctor benchmark results", "",
                   "Sections appended by `bench/run.py --results`; bench/README.md explains each number.", ""]
     lines += [
-        f"## {now}: {ncpu} CPU, {cpu_model()}", "",
-        f"- parameters: apps {args.apps}, pods {args.pods}, log bytes {format_size(log_bytes)}, "
-        f"audit bytes {stamp['audit_bytes'] / MIB:.1f} MiB, seed {args.seed}, best of {args.repeat}",
+        f"## {'Live, ' if data is None else ''}{now}: {ncpu} CPU, {cpu_model()}", "",
+        *params,
         f"- argo-doctor {tool_version(argo)}, commit {git_commit()}, Python {platform.python_version()}, "
         f"{platform.system()} {platform.release()}", "",
         "| metric | value | aim | status | detail |", "|---|---:|---|---|---|",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -104,7 +105,7 @@ class LiveArgs:
     audit: tuple[Path, ...]
     quiet: bool
 
-    def options(self, metrics: bool = False, redact: bool = True) -> LiveOptions:
+    def options(self, metrics: bool = False) -> LiveOptions:
         """The collector's options; ConfigError for a bad --since."""
         since = parse_go_duration(self.since)
         if since is None or since <= 0:
@@ -112,7 +113,7 @@ class LiveArgs:
         if self.max_log_bytes <= 0:
             raise ConfigError("--max-log-bytes must be positive")
         return LiveOptions(self.namespaces, timedelta(seconds=since), self.max_log_bytes, self.previous,
-                           self.probe_node_clocks, metrics, redact=redact)
+                           self.probe_node_clocks, metrics)
 
 
 def _cluster_options(func: F) -> F:
@@ -160,8 +161,8 @@ def _live_args(kwargs: dict[str, Any]) -> LiveArgs:
     )
 
 
-def _progress(quiet: bool) -> tuple[Callable[[Tally], None], Callable[[Tally, int], None]]:
-    """A progress display on stderr (a live line on a terminal, nothing otherwise) and the summary printer."""
+def _progress(quiet: bool) -> tuple[Callable[[Tally], None], Callable[[], None]]:
+    """A progress display on stderr (a live line on a terminal, nothing otherwise), and its end."""
     console = Console(stderr=True)
     shown = not quiet and console.is_terminal
     lock = threading.Lock()
@@ -175,27 +176,25 @@ def _progress(quiet: bool) -> tuple[Callable[[Tally], None], Callable[[Tally, in
                 status.update(f"{tally.phase}: {tally.kinds} lists, {tally.pages} pages, {tally.objects:,} objects, "
                               f"{tally.logs} logs ({tally.log_bytes / 1e6:.1f} MB), {tally.skipped} refused")
 
-    def done(tally: Tally, requests: int) -> None:
+    def done() -> None:
         if status is not None:
             status.stop()
-        if not quiet:
-            click.echo(f"argo-doctor: read {tally.objects:,} objects in {tally.pages} pages of {tally.kinds} lists, "
-                       f"{tally.logs} logs ({tally.log_bytes:,} bytes), {requests} requests; {tally.skipped} "
-                       "refused or failed (see bundle.yaml)", err=True)
 
     return update, done
 
 
-def _collect(live: LiveArgs, root: Path, needs: Needs, metrics: bool = False, redact: bool = True) -> Collected:
-    """Read the cluster into the bundle folder `root`, with progress on stderr."""
-    options = live.options(metrics, redact)
+def _collect(live: LiveArgs, root: Path, needs: Needs, metrics: bool = False) -> Collected:
+    """Read the cluster, as the API gives it, into the bundle folder `root`, with progress on stderr."""
+    options = live.options(metrics)
     client = connect(live.kubeconfig, live.context)
     update, done = _progress(live.quiet)
     try:
         result = live_source.collect(client, root, needs, options, update)
     finally:
+        done()
         client.close()
-    done(result.tally, result.requests)
+    if not live.quiet:
+        click.echo(result.summary(), err=True)
     return result
 
 
@@ -204,6 +203,8 @@ def _snapshot(paths: tuple[Path, ...], workdir: Path, live: LiveArgs, needs: Nee
     if live.live:
         if paths:
             raise ConfigError("give either files or --live, not both")
+        # the private temporary bundle (mode 0700, removed when the command ends) is not redacted: reading it
+        # fingerprints Secrets and every output is redacted, as for any bundle
         _collect(live, workdir / "live", needs)
         snap = bundle.load([workdir / "live"], workdir)
         snap.source = f"live: {snap.meta.get('cluster', {}).get('name') or 'cluster'}"
@@ -366,19 +367,39 @@ def collect_command(out: Path, rules: tuple[str, ...], no_redact: bool, **live_k
     Exit status: 0 when the bundle is written (reads the API refused are listed in its bundle.yaml), 2 for bad
     options or an unreachable cluster.
     """
-    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+    problems: list[Problem] = []
+    counts: dict[str, int] = {}
+    with _errors_to_exit():
         tarball = out.name.endswith(bundle.TARBALL_SUFFIXES)
         if out.exists() and (tarball or not out.is_dir() or any(out.iterdir())):
             raise ConfigError(f"{out} exists; give a new folder or file name")
+        parent = out.absolute().parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise ConfigError(f"cannot write into {parent}: not a folder this user may write to")
         if no_redact:
             click.echo("argo-doctor: WARNING: --no-redact: the bundle will hold Secret values, tokens and passwords "
-                       "in clear text. Do not share it; delete it when done.", err=True)
+                       "in clear text, readable only by this user. Do not share it; delete it when done.", err=True)
         live = _live_args(live_kwargs)
-        root = Path(workdir) / "bundle" if tarball else out
-        collected = _collect(live, root, needs_for(select_analyzers(rules)), redact=not no_redact)
-        if tarball:
-            rewrite.write_tarball(root, out)
-    for kind, count in sorted(collected.redactions.items()):
+        needs = needs_for(select_analyzers(rules))
+        # the cluster is read as it is into a private folder beside the output (mode 0700, same file system); the
+        # redaction's first pass then learns every Secret value before it writes anything
+        with tempfile.TemporaryDirectory(prefix=".argo-doctor-", dir=parent) as workdir:
+            raw = Path(workdir) / "bundle"
+            umask = os.umask(0o077) if no_redact else None  # credentials in clear: files only this user reads
+            try:
+                _collect(live, raw, needs)
+            finally:
+                if umask is not None:
+                    os.umask(umask)
+            if not no_redact:
+                counts = dict(rewrite.redact_bundle(raw, out, problems))
+            elif tarball:
+                rewrite.write_tarball(raw, out)
+                out.chmod(0o600)
+            else:
+                shutil.move(raw, out)
+    _problem_lines(problems)
+    for kind, count in sorted(counts.items()):
         click.echo(f"argo-doctor: redacted {count} {kind}", err=True)
     click.echo(str(out))
 

@@ -40,17 +40,27 @@ def test_refused_reads_are_one_finding_with_the_rules_that_lost_input(tmp_path: 
     for rule in ("webhook-ca-mismatch", "node-clock-skew", "github-app-token-clock"):
         assert rule in lost
     assert "sync-failed" not in lost
-    assert [e.location for e in finding.evidence] == [f"bundle.yaml skipped: {SECRETS['request']}",
-                                                      f"bundle.yaml skipped: {LEASES['request']}"]
+    assert [e.location for e in finding.evidence] == [f"collection: {SECRETS['request']}",
+                                                      f"collection: {LEASES['request']}"]
 
 
 def test_a_failed_request_that_was_not_refused_is_an_input_error(tmp_path: Path) -> None:
     findings, problems = _scan(tmp_path, [TIMEOUT])
     assert findings == []
-    assert [(p.location, p.message) for p in problems if "skipped" in p.location] == [
-        (f"bundle.yaml skipped: {TIMEOUT['request']}", TIMEOUT["reason"])]
+    assert [(p.location, p.message) for p in problems if p.location.startswith("collection: ")] == [
+        (f"collection: {TIMEOUT['request']}", TIMEOUT["reason"])]
 
 
 def test_a_complete_collection_says_nothing(tmp_path: Path) -> None:
     findings, problems = _scan(tmp_path, [])
-    assert findings == [] and not any("skipped" in p.location for p in problems)
+    assert findings == [] and not any(p.location.startswith("collection: ") for p in problems)
+
+
+def test_refused_kinds_that_only_applications_deploy_are_low(tmp_path: Path) -> None:
+    jobs = {"what": "list jobs in batch-jobs", "request": "GET /apis/batch/v1/namespaces/batch-jobs/jobs?limit=500",
+            "reason": "403 Forbidden", "need": "kind:batch/Job", "status": "403"}
+    (finding,), _ = _scan(tmp_path, [jobs])
+    assert finding.severity.label == "low"
+    assert "app-unhealthy" in finding.summary and "node-clock-skew" not in finding.summary
+    (both,), _ = _scan(tmp_path / "again", [jobs, SECRETS])
+    assert both.severity.label == "medium"

@@ -190,8 +190,11 @@ if obj.metadata.name == "broken" then error("cannot judge") end
 
 
 def _kill_when_running(pid: int, stop: threading.Event) -> None:
+    """Kill the worker once it runs the stuck script, and at the latest after 0.5 s: on a loaded machine the
+    state may not be read as running before the script's 2 s CPU limit would stop it first."""
+    deadline = time.monotonic() + 0.5
     while not stop.is_set():
-        if _state(pid) == "R":
+        if _state(pid) == "R" or time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
             return
         time.sleep(0.005)

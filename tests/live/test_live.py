@@ -118,7 +118,7 @@ def test_a_403_on_a_kind_and_on_logs_is_one_finding_and_the_scan_goes_on(served:
     result = _cli("scan", "--live", "--kubeconfig", kubeconfig, "-q", "-o", "json", "--fail-on", "never")
     doc = json.loads(result.stdout)
     (missing,) = [f for f in doc["findings"] if f["rule"] == "collector-permission-missing"]
-    assert "list secrets in argocd" in missing["title"] and "logs of argocd/" in missing["title"]
+    assert missing["title"] == "The collector was refused 2 reads: list secrets in argocd, logs of pods in argocd"
     for rule in ("webhook-ca-mismatch", "github-app-token-clock", "replica-error-divergence", "sync-failed"):
         assert rule in missing["summary"]
     assert any(f["rule"] == "node-clock-skew" for f in doc["findings"]), "the rest of the scan went on"
@@ -129,10 +129,13 @@ def test_html_and_a_hang_are_one_error_naming_the_request(served: tuple[FakeApiS
     api, kubeconfig = served
     api.fault(r"^/apis/apps/v1/statefulsets", "html", times=-1)
     api.fault(r"^/apis/discovery.k8s.io/v1/endpointslices", "hang", seconds=3, times=-1)
+    api.fault(r"/pods/argocd-server-[^/]*/log", "html", times=-1)
     result = _collect(api, kubeconfig, tmp_path / "b", timeout=1.0)
     reasons = {s["request"]: s["reason"] for s in result.skipped}
     assert "not JSON" in reasons["GET /apis/apps/v1/statefulsets?limit=500"]
     assert "timeout" in reasons["GET /apis/discovery.k8s.io/v1/endpointslices?limit=500"]
+    assert any("not text" in reason and "/log?" in request for request, reason in reasons.items())
+    assert not list((tmp_path / "b" / "logs").rglob("argocd-server-*/*.log")), "a proxy's page is not a log"
     snap = bundle.load([tmp_path / "b"], tmp_path)
     shown = [f"{p.location}: {p.message}" for p in run_scan(snap, select_analyzers()).problems]
     assert any("GET /apis/apps/v1/statefulsets" in line and "text/html" in line for line in shown)
@@ -206,9 +209,12 @@ def test_the_client_refuses_anything_but_get(tmp_path: Path) -> None:
 def test_an_unexpected_field_type_is_not_a_crash(tmp_path: Path) -> None:
     broken = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "argocd-server-x", "namespace": "argocd",
               "labels": {"app.kubernetes.io/name": "argocd-server"}}, "spec": "not a mapping", "status": "broken"}
+    odd = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "argocd-repo-server-y", "namespace": "argocd",
+           "labels": {"app.kubernetes.io/name": "argocd-repo-server"}}, "spec": {"containers": [{"name": "c"}]},
+           "status": {"containerStatuses": [{"name": "c", "restartCount": "many", "state": "odd"}]}}
     app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {"name": "a", "namespace":
            "argocd"}, "spec": {"destination": "nowhere"}, "status": {"resources": "none", "sync": []}}
-    with FakeApiServer([broken, app]) as api:
+    with FakeApiServer([broken, odd, app]) as api:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", {"test": api}, "test")
         result = _cli("scan", "--live", "--kubeconfig", kubeconfig, "-q", "-o", "json", "--fail-on", "never")
     assert result.exit_code == 0, result.output
@@ -272,3 +278,27 @@ def test_each_rule_declares_everything_it_reads(served: tuple[FakeApiServer, Pat
         alone = _ids(_cli("scan", "--live", "--kubeconfig", kubeconfig, "-q", "--rule", rule, "-o", "json",
                           "--fail-on", "never"))
         assert alone == _ids(_cli("scan", original, "--rule", rule, "-o", "json", "--fail-on", "never")), rule
+
+
+def test_rejected_credentials_and_an_unwritable_output_stop_at_once(tmp_path: Path) -> None:
+    with FakeApiServer([]) as api:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", {"test": api}, "test")
+        api.token = "another-token"  # the kubeconfig's token is no longer accepted
+        result = CliRunner().invoke(main, ["scan", "--live", "--kubeconfig", str(kubeconfig), "-q"])
+        assert result.exit_code == 2
+        assert "rejected the credentials" in result.output and len(result.output.strip().splitlines()) == 1
+        api.clear_requests()
+        result = CliRunner().invoke(main, ["collect", "-o", str(tmp_path / "no" / "such" / "b.tar.gz"),
+                                           "--kubeconfig", str(kubeconfig), "-q"])
+        assert result.exit_code == 2 and "cannot write into" in result.output
+        assert api.requests == [], "nothing read before the output is known to be writable"
+
+
+def test_kubeconfig_problems_are_one_line(tmp_path: Path) -> None:
+    for text in ("", "- a list\n", "just a string\n", "apiVersion: v1\nclusters: [\n"):
+        (tmp_path / "kubeconfig").write_text(text)
+        result = CliRunner().invoke(main, ["scan", "--live", "--kubeconfig", str(tmp_path / "kubeconfig"), "-q"])
+        assert result.exit_code == 2, (text, result.output)
+        (line,) = result.output.strip().splitlines()
+        assert line.startswith("argo-doctor: error: cannot use the cluster configuration: ")
+        assert str(tmp_path / "kubeconfig") in line

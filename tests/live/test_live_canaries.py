@@ -43,6 +43,11 @@ def _planted() -> tuple[list[dict[str, Any]], dict[tuple[str, str, str, bool], s
                     "namespace": "argocd"}, "data": {"service.webhook.hook": "url: https://bot:"
                                                      f"{CANARIES['configmap-url']}@hooks.example.com/x"}})
     for obj in objects:
+        if obj.get("kind") in ("Application", "Event"):  # the Secret's value, reused where no pattern would see it
+            obj.setdefault("metadata", {}).setdefault("annotations", {})["example.com/note"] = \
+                f"reused {CANARIES['secret-data']} here"
+            if obj.get("kind") == "Event":
+                obj["message"] = f"pulled with {CANARIES['secret-data']}"
         if obj.get("kind") == "Application":
             obj.setdefault("spec", {}).setdefault("source", {})["helm"] = {
                 "values": f"db:\n  password: {CANARIES['helm-values']}\n",

@@ -2,8 +2,9 @@
 
 `collect` and `scan --live` record every request the API refused (401/403) in `bundle.yaml` under
 `skipped`. This rule lists exactly what could not be read and which rules lost input because of it, so that a
-rule with nothing to say for lack of input is not mistaken for a rule that found nothing. Requests that failed
-for other reasons (timeouts, answers that are not JSON) are input problems, reported by the loader.
+rule with nothing to say for lack of input is not mistaken for a rule that found nothing. Low when only kinds that
+Applications deploy were refused (their health and deprecated APIs are unchecked), medium otherwise. Requests that
+failed for other reasons (timeouts, answers that are not JSON) are input problems, reported by the loader.
 """
 
 from __future__ import annotations
@@ -51,16 +52,19 @@ class CollectorPermissionMissing(Analyzer):
         rules = sorted({rule.id for rule in others for entry in refused if lost_input(entry["need"], rule, declared)})
         whats = sorted({entry["what"] for entry in refused})
         shown = ", ".join(whats[:8]) + (f" and {len(whats) - 8} more" if len(whats) > 8 else "")
+        # kinds no rule names were read only because Applications deploy them (health, deprecated APIs)
+        deployed_only = all(e["need"].startswith("kind:") and e["need"][5:] not in declared | BASE_NEEDS.kinds
+                            for e in refused)
         yield Finding(
             rule=self.id,
-            severity=Severity.MEDIUM,
+            severity=Severity.LOW if deployed_only else Severity.MEDIUM,
             title=f"The collector was refused {len(whats)} read{'s' if len(whats) != 1 else ''}: {shown}",
             summary=(
                 f"The API refused {len(refused)} request(s) of the collection ({shown}). Rules that read that "
                 f"input saw less than the cluster holds and may have missed problems: {', '.join(rules) or 'none'}. "
                 "Absent findings from them do not mean the cluster is healthy."
             ),
-            evidence=[Evidence("object", f"bundle.yaml skipped: {entry['request']}", f"{entry['what']}: "
+            evidence=[Evidence("object", f"collection: {entry['request']}", f"{entry['what']}: "
                                f"{entry['reason']}") for entry in refused[:20]],
             remediation=Remediation(
                 text=("Grant the collector's identity get/list on what is listed (deploy/collector-rbac.yaml holds "

@@ -556,7 +556,7 @@ def _read_bundle_meta(snap: Snapshot, path: Path, prefix: str) -> None:
             record = {k: str(entry.get(k) or "") for k in ("what", "request", "reason", "need", "status")}
             snap.unread.append(record)
             if record["status"] not in ("401", "403"):  # refusals are a finding; other failures are input problems
-                snap.problems.append(Problem(f"{display} skipped: {record['request']}", record["reason"]))
+                snap.problems.append(Problem(f"collection: {record['request']}", record["reason"]))
 
 
 def _log_file(path: Path, root: Path, prefix: str, problems: list[Problem]) -> LogFile | None:

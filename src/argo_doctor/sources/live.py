@@ -1,9 +1,11 @@
 """The live source: read a cluster through the Kubernetes API, read-only, into a v1 bundle.
 
-`collect` writes what it reads into a bundle folder (objects as `kind: List` JSON pages, logs in the bundle
-layout, `bundle.yaml`, `clock.yaml` when probed); `scan --live` collects into a private temporary folder and
-loads it with the bundle loader, so that a live scan and the scan of a collected bundle read the very same
-files and give the same findings. Only what the selected rules need is read (`model.Needs`).
+The collector writes what it reads, as the API gives it, into a bundle folder (objects as `kind: List` JSON
+pages, logs in the bundle layout, `bundle.yaml`, `clock.yaml` when probed). `scan --live` collects into a
+private temporary folder and loads it with the bundle loader, so that a live scan and the scan of a collected
+bundle read the very same files and give the same findings; `collect` does the same, then writes the bundle
+it shares through `rewrite.redact_bundle`, whose first pass learns every Secret value before anything is
+written. Only what the selected rules need is read (`model.Needs`).
 
 The client can only GET (`ReadOnlyClient`). Lists are paginated (`limit` + `continue`; a 410 Gone restarts the
 list, and objects already written are not written twice), requests run a few at a time with a timeout each,
@@ -15,6 +17,7 @@ reads it, as it reads any other request that failed.
 from __future__ import annotations
 
 import email.utils
+import gc
 import os
 import random
 import threading
@@ -38,8 +41,7 @@ from argo_doctor import __version__
 from argo_doctor.errors import ConfigError, InputError
 from argo_doctor.model import Needs
 from argo_doctor.snapshot import Obj, Snapshot
-from argo_doctor.sources.objects import RawObject, as_list, mapping
-from argo_doctor.sources.redact import Redactor
+from argo_doctor.sources.objects import RawObject, as_int, as_list, mapping
 
 PAGE_SIZE = 500
 CONCURRENCY = 8
@@ -50,6 +52,7 @@ GONE_RESTARTS = 3
 DEFAULT_SINCE = timedelta(hours=24)
 DEFAULT_MAX_LOG_BYTES = 10 * 1024 * 1024
 FAILING_POD_TAIL_LINES = 500
+MAX_FAILING_PODS = 50
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 RETRIED_STATUS = {429, 500, 502, 503, 504}
 KEPT_METRICS = ("apiserver_requested_deprecated_apis", "apiserver_request_total",
@@ -146,6 +149,15 @@ class ReadOnlyClient:
         self._http.close()
 
 
+def _require_text(response: httpx2.Response, shown: str) -> None:
+    """ApiError unless the answer is plain text (a log, metrics): a proxy's HTML page is not a log."""
+    kind = response.headers.get("content-type", "")
+    if not kind.startswith("text/plain"):
+        response.close()
+        raise ApiError(shown, response.status_code,
+                       f"answered {kind.split(';')[0] or 'no content type'}, not text (a proxy in the way?)")
+
+
 def _shown(path: str, params: dict[str, str] | None) -> str:
     query = "&".join(f"{k}={v}" for k, v in (params or {}).items() if k != "continue")
     return f"GET {path}{'?' + query if query else ''}"
@@ -183,24 +195,46 @@ def _status_reason(response: httpx2.Response) -> str:
 
 def connect(kubeconfig: Path | None = None, context: str | None = None, *, timeout: float = TIMEOUT,
             service_account: Path = SERVICE_ACCOUNT) -> ReadOnlyClient:
-    """A read-only client for the cluster of `--kubeconfig`/`--context`; without a kubeconfig, the in-cluster
-    service account when running in a pod, else `$KUBECONFIG` or `~/.kube/config`."""
+    """A read-only client for the cluster of `--kubeconfig`/`--context`, as kubectl chooses it: the given file,
+    else the files of `$KUBECONFIG` (the first that has the context), else `~/.kube/config`, else the in-cluster
+    service account when running in a pod."""
+    if kubeconfig is not None:
+        candidates = [kubeconfig]
+    else:
+        listed = [Path(p).expanduser() for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+        candidates = [p for p in listed or [Path("~/.kube/config").expanduser()] if p.is_file()]
+    single = None
+    reasons = []
+    for path in candidates:
+        try:
+            single = KubeConfig.from_file(path).get(context_name=context)
+        except (LightkubeConfigError, OSError, KeyError, ValueError, TypeError, AttributeError,
+                yaml.YAMLError) as exc:
+            reasons.append(f"{path}: {_one_line(exc)}")
+            continue
+        if single is not None:
+            break
+    if single is None and not candidates and os.environ.get("KUBERNETES_SERVICE_HOST") and \
+            (service_account / "token").is_file():
+        try:
+            single = KubeConfig.from_service_account(service_account).get()
+        except (LightkubeConfigError, OSError, KeyError, ValueError) as exc:
+            reasons.append(f"in-cluster configuration: {_one_line(exc)}")
+    if single is None:
+        if not reasons:
+            reasons.append("no kubeconfig ($KUBECONFIG, ~/.kube/config) and not running in a pod; give --kubeconfig")
+        raise ConfigError(f"cannot use the cluster configuration: {'; '.join(reasons)}")
     try:
-        if kubeconfig is not None:
-            config = KubeConfig.from_file(kubeconfig)
-        elif os.environ.get("KUBERNETES_SERVICE_HOST") and (service_account / "token").is_file():
-            config = KubeConfig.from_service_account(service_account)
-        else:
-            config = KubeConfig.from_file(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
-        single = config.get(context_name=context)
-        if single is None:
-            raise ConfigError("the kubeconfig has no current context; name one with --context")
-        params = ConnectionParams(timeout=httpx2.Timeout(timeout))
-        http = adapter_client(single, params)
-    except (LightkubeConfigError, OSError, KeyError, ValueError, yaml.YAMLError) as exc:
-        reason = exc.args[0] if isinstance(exc, KeyError | LightkubeConfigError) and exc.args else exc
-        raise ConfigError(f"cannot use the cluster configuration: {reason}") from None
+        http = adapter_client(single, ConnectionParams(timeout=httpx2.Timeout(timeout)))
+    except (LightkubeConfigError, OSError, KeyError, ValueError, TypeError, AttributeError, AssertionError) as exc:
+        raise ConfigError(f"cannot use the cluster configuration: {_one_line(exc)}") from None
     return ReadOnlyClient(http, single.cluster.server)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of an error (a YAML error spans several), without lightkube's KeyError quotes."""
+    text = str(exc.args[0]) if isinstance(exc, KeyError | LightkubeConfigError) and exc.args else str(exc)
+    return (text.strip().splitlines() or [type(exc).__name__])[0]
 
 
 @dataclass(frozen=True)
@@ -243,7 +277,6 @@ class LiveOptions:
     metrics: bool = False
     """Read the API server's /metrics (when a rule needs it, or for `deprecations --live`)."""
     concurrency: int = CONCURRENCY
-    redact: bool = True
     page_size: int = PAGE_SIZE
 
 
@@ -268,8 +301,15 @@ class Collected:
     tally: Tally
     skipped: list[dict[str, str]] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)
-    redactions: dict[str, int] = field(default_factory=dict)
     requests: int = 0
+
+
+    def summary(self) -> str:
+        """One line: what was read, with how many requests, and how many reads failed."""
+        tally = self.tally
+        return (f"argo-doctor: read {tally.objects:,} objects in {tally.pages} pages of {tally.kinds} lists, "
+                f"{tally.logs} logs ({tally.log_bytes:,} bytes), {self.requests} requests; {len(self.skipped)} "
+                "read(s) refused or failed (listed in the report)")
 
 
 Progress = Callable[[Tally], None]
@@ -285,12 +325,13 @@ class Collector:
         self.needs = needs
         self.options = options
         self.progress = progress or (lambda tally: None)
-        self.redactor = Redactor() if options.redact else None
         self.tally = Tally()
         self.skipped: list[dict[str, str]] = []
         self.absent: list[str] = []
         self.slim = Snapshot("live")
         """Workloads, pods and Applications, cut down to what decides which namespaces and logs to read."""
+        self.nodes: set[str] = set()
+        """The nodes the pods run on (the clock probes' targets)."""
         self._lock = threading.Lock()
         self._discovered: dict[str, dict[str, Resource] | None] = {}
         self._listed: set[tuple[str, str]] = set()
@@ -298,6 +339,15 @@ class Collector:
     # -- the phases ---------------------------------------------------------------------------
     def run(self) -> Collected:
         """Collect everything; never raises for a request that failed (it is recorded as skipped)."""
+        was_enabled = gc.isenabled()
+        gc.disable()  # pages of JSON allocate millions of objects that live until written: no cycles to find
+        try:
+            return self._run()
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _run(self) -> Collected:
         (self.root / "objects").mkdir(parents=True, exist_ok=True)
         started = datetime.now(UTC)
         version = self._version()
@@ -309,8 +359,6 @@ class Collector:
         self._phase("objects", [(r, None) for r in wide])
         namespaces = self._namespaces_of_interest()
         scoped = [r for r in self._resources(self.needs.kinds) if (r.group, r.kind) in NAMESPACE_KINDS]
-        # Secrets first, so that the redactor knows their values before any log line is written
-        scoped.sort(key=lambda r: r.kind != "Secret")
         self._phase("settings and secrets", [(r, ns) for r in scoped for ns in sorted(namespaces)])
         if self.needs.app_resources:
             self._phase("application resources", self._app_resource_lists())
@@ -321,8 +369,7 @@ class Collector:
         self._write_meta(started, version, namespaces, clock)
         self.tally.phase = "done"
         self.progress(self.tally)
-        counts = dict(self.redactor.counts) if self.redactor is not None else {}
-        return Collected(self.root, self.tally, self.skipped, self.absent, counts, self.client.requests)
+        return Collected(self.root, self.tally, self.skipped, self.absent, self.client.requests)
 
     def _phase(self, name: str, jobs: list[tuple[Resource, str | None]]) -> None:
         self.tally.phase = name
@@ -337,6 +384,9 @@ class Collector:
         except ApiError as exc:
             if exc.status is None:
                 raise InputError(f"cannot reach the API server {self.client.server}: {exc.reason}") from None
+            if exc.status == 401:
+                raise InputError(f"the API server {self.client.server} rejected the credentials ({exc.reason}); "
+                                 "log in again or check the kubeconfig's user") from None
             self._skip("cluster version", exc, "version")
             return {}
 
@@ -406,29 +456,30 @@ class Collector:
         prefix = f"{namespace}-" if namespace else ""
         seen: set[tuple[str, str]] = set()
         page = 0
-        for _restart in range(GONE_RESTARTS + 1):
-            token = ""
-            try:
-                while True:
-                    params = {"limit": str(self.options.page_size)}
-                    if token:
-                        params["continue"] = token
-                    doc = self.client.get_json(resource.path(namespace), params)
-                    items = [self._item(resource, i) for i in as_list(doc.get("items")) if isinstance(i, dict)]
-                    fresh = [i for i in items if _key(i) not in seen]
-                    seen.update(_key(i) for i in fresh)
-                    if fresh:
-                        page += 1
-                        self._write_page(folder / f"{prefix}{page:04d}.json", resource, fresh)
-                    token = str(mapping(doc.get("metadata")).get("continue") or "")
-                    if not token:
-                        return
-            except ApiError as exc:
-                if exc.status == 410 and _restart < GONE_RESTARTS:
-                    continue  # the list changed under us: start again, skipping what is already written
-                where = f" in {namespace}" if namespace else ""
-                self._skip(f"list {resource.plural}{where}", exc, f"kind:{resource.need}")
-                return
+        path = resource.path(namespace)
+        with ThreadPoolExecutor(max_workers=1) as ahead:  # the next page is asked for while this one is written
+            for _restart in range(GONE_RESTARTS + 1):
+                try:
+                    doc = self.client.get_json(path, {"limit": str(self.options.page_size)})
+                    while True:
+                        token = str(mapping(doc.get("metadata")).get("continue") or "")
+                        following = ahead.submit(self.client.get_json, path, {
+                            "limit": str(self.options.page_size), "continue": token}) if token else None
+                        items = [self._item(resource, i) for i in as_list(doc.get("items")) if isinstance(i, dict)]
+                        fresh = [i for i in items if _key(i) not in seen]
+                        seen.update(_key(i) for i in fresh)
+                        if fresh:
+                            page += 1
+                            self._write_page(folder / f"{prefix}{page:04d}.json", resource, fresh)
+                        if following is None:
+                            return
+                        doc = following.result()
+                except ApiError as exc:
+                    if exc.status == 410 and _restart < GONE_RESTARTS:
+                        continue  # the list changed under us: start again, skipping what is already written
+                    where = f" in {namespace}" if namespace else ""
+                    self._skip(f"list {resource.plural}{where}", exc, f"kind:{resource.need}")
+                    return
 
     def _item(self, resource: Resource, item: dict[str, Any]) -> dict[str, Any]:
         """A list item with the apiVersion and kind that list items leave out."""
@@ -437,13 +488,16 @@ class Collector:
         return item
 
     def _write_page(self, path: Path, resource: Resource, items: list[dict[str, Any]]) -> None:
-        for item in items:
-            if (resource.group, resource.kind) in SLIM_KINDS:
-                slim = _slim(item)
+        if (resource.group, resource.kind) in SLIM_KINDS:
+            kept = [_slim(item) for item in items]
+            if resource.kind == "Pod":  # a pod matters for its node, and if it is an Argo component's or crashes
                 with self._lock:
+                    self.nodes.update(str(mapping(i.get("spec")).get("nodeName") or "") for i in items)
+                kept = [slim for slim in kept if _failing_raw(slim) or self.slim.component_name(
+                    Obj.from_raw(slim, "live")) is not None]
+            with self._lock:
+                for slim in kept:
                     self.slim.add(RawObject(slim, "live"))
-        if self.redactor is not None:
-            items = [self.redactor.obj(item) for item in items]
         body = msgspec.json.encode({"apiVersion": "v1", "kind": "List", "items": items})
         path.write_bytes(body)
         with self._lock:
@@ -511,15 +565,27 @@ class Collector:
                     if pod.namespace in argo:
                         jobs.extend(self._log_jobs(pod, tail=False))
         if self.needs.failing_pod_logs:
-            spots = {str(mapping(a.spec.get("destination")).get("namespace") or "") for a in self.slim.applications()}
-            done = {(j[0].namespace, j[0].name) for j in jobs}
-            for pod in self.slim.of_kind("Pod", ""):
-                if pod.namespace in spots and (pod.namespace, pod.name) not in done and _failing(pod):
-                    jobs.extend(self._log_jobs(pod, tail=True))
+            jobs.extend(job for pod in self._failing_pods({(j[0].namespace, j[0].name) for j in jobs})
+                        for job in self._log_jobs(pod, tail=True))
         self.tally.phase = "logs"
         self.progress(self.tally)
         with ThreadPoolExecutor(max_workers=self.options.concurrency) as pool:
             list(pool.map(lambda job: self._log(*job), jobs))
+
+    def _failing_pods(self, done: set[tuple[str, str]]) -> list[Obj]:
+        """Crashing pods in the namespaces Applications deploy to: one per owner (replicas crash alike), at most
+        MAX_FAILING_PODS; those left out are recorded in bundle.yaml."""
+        spots = {str(mapping(a.spec.get("destination")).get("namespace") or "") for a in self.slim.applications()}
+        chosen: dict[tuple[str, str], Obj] = {}
+        for pod in self.slim.of_kind("Pod", ""):
+            if pod.namespace in spots and (pod.namespace, pod.name) not in done and _failing(pod):
+                owner = pod.owners[0] if pod.owners else pod.name
+                chosen.setdefault((pod.namespace, str(owner)), pod)
+        pods = sorted(chosen.values(), key=lambda p: (p.namespace, p.name))
+        if len(pods) > MAX_FAILING_PODS:
+            self.absent.append(f"logs of {len(pods) - MAX_FAILING_PODS} more crashing pods: read only the first "
+                               f"{MAX_FAILING_PODS} (one per owner)")
+        return pods[:MAX_FAILING_PODS]
 
     def _log_jobs(self, pod: Obj, tail: bool) -> list[tuple[Obj, str, bool, bool]]:
         jobs = []
@@ -529,7 +595,7 @@ class Collector:
             if not name:
                 continue
             jobs.append((pod, name, False, tail))
-            if self.options.previous and (int(status.get("restartCount") or 0) > 0
+            if self.options.previous and (as_int(status.get("restartCount")) > 0
                                           or mapping(status.get("lastState")).get("terminated")):
                 jobs.append((pod, name, True, tail))
         return jobs
@@ -546,18 +612,21 @@ class Collector:
         target = self.root / "logs" / pod.namespace / pod.name / f"{container}{'.previous' if previous else ''}.log"
         try:
             response = self.client.get(path, params, stream=True)
+            _require_text(response, _shown(path, params))
         except ApiError as exc:
             if exc.status == 400 and previous:  # no previous instance after all
                 return
-            self._skip(f"logs of {pod.namespace}/{pod.name} {container}{' (previous)' if previous else ''}", exc,
-                       "logs")
+            if exc.status in (401, 403):  # refused for one pod, refused for the namespace: one record
+                self._skip(f"logs of pods in {pod.namespace}", exc, "logs")
+            else:
+                self._skip(f"logs of {pod.namespace}/{pod.name} {container}{' (previous)' if previous else ''}",
+                           exc, "logs")
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         written = 0
         try:
             with target.open("w", encoding="utf-8", errors="replace", newline="") as out:
-                lines = _lines(response.iter_text())
-                for line in self.redactor.lines(lines) if self.redactor is not None else lines:
+                for line in _lines(response.iter_text()):
                     written += out.write(line)
         except (httpx2.TransportError, httpx2.DecodingError) as exc:
             self._skip(f"logs of {pod.namespace}/{pod.name} {container} (cut)", ApiError(
@@ -573,6 +642,7 @@ class Collector:
     def _metrics(self) -> None:
         try:
             response = self.client.get("/metrics")
+            _require_text(response, "GET /metrics")
         except ApiError as exc:
             self._skip("API server metrics", exc, "metrics")
             return
@@ -587,15 +657,11 @@ class Collector:
         if apiserver is None:
             return None
         probes = []
-        for node in self.slim_nodes():
+        for node in sorted(self.nodes - {""}):
             probe = self._probe(f"/api/v1/nodes/{node}/proxy/healthz")
             if probe is not None:
                 probes.append({"node": node, **probe})
         return {"apiserver": apiserver, "probes": probes}
-
-    def slim_nodes(self) -> list[str]:
-        """The names of the nodes the pods run on."""
-        return sorted({p.node_name for p in self.slim.of_kind("Pod", "") if p.node_name})
 
     def _probe(self, path: str) -> dict[str, str] | None:
         sent = datetime.now(UTC)
@@ -612,9 +678,13 @@ class Collector:
 
     # -- records --------------------------------------------------------------------------------------
     def _skip(self, what: str, exc: ApiError, need: str) -> None:
+        """Record a read that failed; the same refusal of the same thing is recorded once."""
         with self._lock:
+            status = str(exc.status or "")
+            if any(s["what"] == what and s["status"] == status for s in self.skipped):
+                return
             self.skipped.append({"what": what, "request": exc.request, "reason": exc.reason, "need": need,
-                                 "status": str(exc.status or "")})
+                                 "status": status})
             self.tally.skipped += 1
 
     def _write_meta(self, started: datetime, version: dict[str, Any], namespaces: set[str],
@@ -626,9 +696,9 @@ class Collector:
             "cluster": {"name": self.client.server, "version": str(version.get("gitVersion") or "")},
             "components": [{"name": n, "version": v} for n, v in components],
             "namespaces": sorted(namespaces),
-            "options": {"since": str(self.options.since), "maxLogBytes": self.options.max_log_bytes,
-                        "previous": self.options.previous, "probeNodeClocks": self.options.probe_node_clocks,
-                        "redacted": self.options.redact, "needs": sorted(self.needs.kinds)},
+            "options": {"since": f"{int(self.options.since.total_seconds())}s",
+                        "maxLogBytes": self.options.max_log_bytes, "previous": self.options.previous,
+                        "probeNodeClocks": self.options.probe_node_clocks, "needs": sorted(self.needs.kinds)},
             "skipped": sorted(self.skipped, key=lambda s: (s["need"], s["what"])),
             "absent": sorted(set(self.absent)),
         }
@@ -683,10 +753,15 @@ def _slim(item: dict[str, Any]) -> dict[str, Any]:
 
 def _failing(pod: Obj) -> bool:
     """Whether a pod's container restarted, waits with a reason or ended in error."""
-    for status in as_list(pod.status.get("containerStatuses")):
+    return _failing_raw(pod.raw)
+
+
+def _failing_raw(pod: dict[str, Any]) -> bool:
+    """`_failing` of a pod as a dict."""
+    for status in as_list(mapping(pod.get("status")).get("containerStatuses")):
         status = mapping(status)
         state = mapping(status.get("state"))
-        if int(status.get("restartCount") or 0) > 0 or mapping(state.get("waiting")).get("reason") or \
+        if as_int(status.get("restartCount")) > 0 or mapping(state.get("waiting")).get("reason") or \
                 mapping(state.get("terminated")).get("exitCode") not in (None, 0):
             return True
     return False
