@@ -34,6 +34,13 @@ Cells = tuple[str, str, str, str, str]
 """metric, value, aim, status, detail: one row of the results table."""
 
 
+
+
+def command_context(cmd: list[str], stderr: Path) -> str:
+    """A command line and the end of its stderr, for error messages."""
+    tail = stderr.read_text(errors="replace")[-2000:].strip()
+    return f"\n  command: {' '.join(cmd)}" + (f"\n  stderr:\n{tail}" if tail else "")
+
 @dataclass(frozen=True)
 class LiveSize:
     """The size of the synthetic installation the fake serves."""
@@ -74,8 +81,7 @@ class ProcRun:
 
     def context(self) -> str:
         """The command line and the end of its stderr, for error messages."""
-        tail = self.stderr.read_text(errors="replace")[-2000:].strip()
-        return f"\n  command: {' '.join(self.cmd)}" + (f"\n  stderr:\n{tail}" if tail else "")
+        return command_context(self.cmd, self.stderr)
 
     def rss(self) -> str:
         """The memory detail of a row."""

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from generate import format_size, parse_size
 
-from live import SIZES, LiveError, LiveReport, run_live
+from live import SIZES, LiveError, LiveReport, command_context, run_live
 
 BENCH = Path(__file__).resolve().parent
 MIB = 2**20
@@ -54,8 +54,7 @@ class Run:
 
     def context(self) -> str:
         """The command line and the end of its stderr, for error messages."""
-        tail = self.stderr.read_text(errors="replace")[-2000:].strip()
-        return f"\n  command: {' '.join(self.cmd)}" + (f"\n  stderr:\n{tail}" if tail else "")
+        return command_context(self.cmd, self.stderr)
 
 
 class Row(NamedTuple):
