@@ -36,6 +36,26 @@ Cells = tuple[str, str, str, str, str]
 
 
 
+def process_tree(root: int) -> list[int]:
+    """`root` and every live descendant of it, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, ()))
+    return found
+
+
 def command_context(cmd: list[str], stderr: Path) -> str:
     """A command line and the end of its stderr, for error messages."""
     tail = stderr.read_text(errors="replace")[-2000:].strip()
@@ -105,22 +125,7 @@ class TreeWatch:
         self._thread.start()
 
     def _tree(self) -> list[int]:
-        children: dict[int, list[int]] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-        found, stack = [], [self.pid]
-        while stack:
-            pid = stack.pop()
-            found.append(pid)
-            stack.extend(children.get(pid, ()))
-        return found
+        return process_tree(self.pid)
 
     def _sample(self) -> None:
         total = 0

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from generate import format_size, parse_size
 
-from live import SIZES, LiveError, LiveReport, command_context, run_live
+from live import SIZES, LiveError, LiveReport, command_context, process_tree, run_live
 
 BENCH = Path(__file__).resolve().parent
 MIB = 2**20
@@ -86,25 +86,13 @@ class TreeRss:
             self._thread.start()
 
     def _sample(self) -> int:
-        children: dict[int, list[int]] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-        total, stack = 0, [self.pid]
-        while stack:
-            pid = stack.pop()
+        total = 0
+        for pid in process_tree(self.pid):
             try:
                 with open(f"/proc/{pid}/statm", "rb") as f:
                     total += int(f.read().split()[1]) * self._page
             except (OSError, IndexError, ValueError):
                 continue
-            stack.extend(children.get(pid, ()))
         return total
 
     def _loop(self) -> None:
