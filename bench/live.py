@@ -124,12 +124,9 @@ class TreeWatch:
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
-    def _tree(self) -> list[int]:
-        return process_tree(self.pid)
-
     def _sample(self) -> None:
         total = 0
-        for pid in self._tree():
+        for pid in process_tree(self.pid):
             try:
                 with open(f"/proc/{pid}/status", "rb") as f:
                     fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)

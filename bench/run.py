@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ from typing import Any, NamedTuple
 
 from generate import format_size, parse_size
 
-from live import SIZES, LiveError, LiveReport, command_context, process_tree, run_live
+from live import SIZES, LiveError, LiveReport, TreeWatch, command_context, run_live
 
 BENCH = Path(__file__).resolve().parent
 MIB = 2**20
@@ -67,47 +66,6 @@ class Row(NamedTuple):
     detail: str = ""
 
 
-class TreeRss:
-    """Samples the summed RSS of a process and all its descendants from /proc (Linux only).
-
-    ``ru_maxrss`` gives the largest single process; when the scan runs worker processes, their
-    sum is what the machine has to hold. Sampling every ``interval`` seconds may miss short peaks.
-    """
-
-    def __init__(self, pid: int, interval: float = 0.2) -> None:
-        self.pid = pid
-        self.interval = interval
-        self.peak = 0
-        self._stop = threading.Event()
-        self._page = os.sysconf("SC_PAGE_SIZE")
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self.available = Path("/proc/self/statm").exists()
-        if self.available:
-            self._thread.start()
-
-    def _sample(self) -> int:
-        total = 0
-        for pid in process_tree(self.pid):
-            try:
-                with open(f"/proc/{pid}/statm", "rb") as f:
-                    total += int(f.read().split()[1]) * self._page
-            except (OSError, IndexError, ValueError):
-                continue
-        return total
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.peak = max(self.peak, self._sample())
-
-    def stop(self) -> float | None:
-        """Stop sampling; the peak in MiB, or None where /proc is not available."""
-        self._stop.set()
-        if not self.available:
-            return None
-        self._thread.join()
-        return self.peak / MIB
-
-
 class BenchError(Exception):
     """A step of the benchmark could not run; the message says which and why."""
 
@@ -122,10 +80,12 @@ def measure(cmd: Sequence[str | os.PathLike[str]], workdir: Path, name: str, env
     with open(out, "wb") as fo, open(err, "wb") as fe:
         t0 = time.perf_counter()
         proc = subprocess.Popen([os.fspath(c) for c in cmd], stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=env)
-        sampler = TreeRss(proc.pid) if sample_tree else None
+        sampler = TreeWatch(proc.pid) if sample_tree and Path("/proc/self/status").exists() else None
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
-    tree = sampler.stop() if sampler else None
+    if sampler is not None:
+        sampler.stop()
+    tree = sampler.tree_peak / MIB if sampler is not None else None
     proc.returncode = rc = os.waitstatus_to_exitcode(status)
     run = Run(wall, usage.ru_maxrss / 1024, tree, rc, out, err, [os.fspath(c) for c in cmd])
     if ok_codes is not None and rc not in ok_codes:

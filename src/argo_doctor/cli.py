@@ -198,15 +198,28 @@ def _collect(live: LiveArgs, root: Path, needs: Needs, metrics: bool = False) ->
     return result
 
 
+DEPLOYED_NEEDS = BASE_NEEDS | Needs(frozenset({"argoproj.io/Application"}), app_resources=True)
+"""What `health --live` and `deprecations --live` read: the objects Applications deploy."""
+
+
+def _live_bundle(paths: tuple[Path, ...], workdir: Path, live: LiveArgs, needs: Needs,
+                 metrics: bool = False) -> Path | None:
+    """With --live, the cluster collected into a private folder of `workdir` (files may not be given too); None
+    without --live. The folder (mode 0700, removed when the command ends) is not redacted: reading it fingerprints
+    Secrets, and every output is redacted, as for any bundle."""
+    if not live.live:
+        return None
+    if paths:
+        raise ConfigError("give either files or --live, not both")
+    _collect(live, workdir / "live", needs, metrics)
+    return workdir / "live"
+
+
 def _snapshot(paths: tuple[Path, ...], workdir: Path, live: LiveArgs, needs: Needs) -> Snapshot:
     """The Snapshot of the files, or of the cluster with --live (collected into `workdir`)."""
-    if live.live:
-        if paths:
-            raise ConfigError("give either files or --live, not both")
-        # the private temporary bundle (mode 0700, removed when the command ends) is not redacted: reading it
-        # fingerprints Secrets and every output is redacted, as for any bundle
-        _collect(live, workdir / "live", needs)
-        snap = bundle.load([workdir / "live"], workdir)
+    folder = _live_bundle(paths, workdir, live, needs)
+    if folder is not None:
+        snap = bundle.load([folder], workdir)
         snap.source = f"live: {snap.meta.get('cluster', {}).get('name') or 'cluster'}"
         for path in live.audit:
             snap.audit_files.append(AuditFile(path, str(path)))
@@ -323,8 +336,7 @@ def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...], **l
     Lua health customizations come from an argocd-cm ConfigMap among the inputs and from --lua-dir.
     """
     with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
-        needs = BASE_NEEDS | Needs(frozenset({"argoproj.io/Application"}), app_resources=True)
-        snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), needs))
+        snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), DEPLOYED_NEEDS))
         assessor = health_assessor(snap, lua_dirs)
         rows = [(obj, assessor.assess(obj.raw))
                 for obj in sorted(snap.all(), key=lambda o: (o.location.split(":")[0], o.kind, o.namespace, o.name))]
@@ -474,13 +486,10 @@ def deprecations_command(paths: tuple[Path, ...], target_version: str | None, ou
         if target_version and target is None:
             raise ConfigError(f"--target-version {target_version!r} is not a Kubernetes version like 1.25")
         problems: list[Problem] = []
-        live = _live_args(live_kwargs)
-        if live.live:  # the objects Applications deploy, with their managedFields, and the API server's metrics
-            if paths:
-                raise ConfigError("give either files or --live, not both")
-            _collect(live, Path(workdir) / "live", BASE_NEEDS | Needs(frozenset({"argoproj.io/Application"}),
-                                                                        app_resources=True), metrics=True)
-            paths = (Path(workdir) / "live",)
+        # live: the objects Applications deploy, with their managedFields, and the API server's metrics
+        folder = _live_bundle(paths, Path(workdir), _live_args(live_kwargs), DEPLOYED_NEEDS, metrics=True)
+        if folder is not None:
+            paths = (folder,)
         elif not paths:
             raise ConfigError("nothing to read: give manifests, charts or bundles, or --live")
         inputs = list(bundle.readable_inputs(paths, Path(workdir), problems))  # tarballs extracted as `scan` does

@@ -129,7 +129,3 @@ class Needs:
         return Needs(self.kinds | other.kinds, self.logs | other.logs, self.events or other.events,
                      self.audit or other.audit, self.metrics or other.metrics,
                      self.app_resources or other.app_resources, self.failing_pod_logs or other.failing_pod_logs)
-
-    def wants_kind(self, group: str, kind: str) -> bool:
-        """Whether `kind` of `group` is among the kinds."""
-        return (f"{group}/{kind}" if group else kind) in self.kinds

@@ -327,6 +327,16 @@ def test_gzip_audit_is_redacted_inside(planted: Path, tmp_path: Path) -> None:
     assert data.startswith(b"\x1f\x8b") and leaks(gzip.decompress(data)) == []
 
 
+def test_a_gzip_bomb_is_copied_only_up_to_the_audit_readers_bound(planted: Path, tmp_path: Path) -> None:
+    line = b'{"kind":"Event","apiVersion":"audit.k8s.io/v1"}\n'  # 64 MiB of it compresses about 1,000:1
+    (planted / "audit" / "bomb.log.gz").write_bytes(gzip.compress(line * ((64 << 20) // len(line)), 9))
+    _, problems = redact(planted, tmp_path / "out")
+    (bomb,) = [p for p in problems if p.location.endswith("bomb.log.gz")]
+    assert bomb.message.startswith("gzip expands more than 200 times") and bomb.message.endswith("not copied")
+    copied = gzip.decompress((tmp_path / "out" / "audit" / "bomb.log.gz").read_bytes())
+    assert 0 < len(copied) < 32 << 20 and copied.startswith(line)  # stopped well before its 64 MiB
+
+
 def test_output_is_checked_before_anything_is_written(planted: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="outside the bundle"):
         redact(planted, planted / "redacted")

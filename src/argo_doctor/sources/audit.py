@@ -84,7 +84,7 @@ _OTHER_LINE = re.compile(rb"^[ \t\r\f\v]*+[^\s{]", re.M)
 _BLANK_LINE = re.compile(rb"^[ \t\r\f\v]*+\n", re.M)
 
 
-class _Limit(Exception):
+class GzipLimit(Exception):
     """A gzip file expands past a limit: the rest is not read."""
 
 
@@ -163,7 +163,7 @@ def read_audit_file(audit_file: AuditFile, problems: list[Problem]) -> Iterator[
         buf = bytearray()
         skipping = False  # inside a line over MAX_AUDIT_LINE
         try:
-            for block in _blocks(gz.read1 if gz is not None else handle.read, handle, gz is not None):
+            for block in bounded_blocks(gz.read1 if gz is not None else handle.read, handle, gz is not None):
                 if skipping:
                     end = block.find(b"\n")
                     if end < 0:
@@ -180,7 +180,7 @@ def read_audit_file(audit_file: AuditFile, problems: list[Problem]) -> Iterator[
             if buf and not skipping:
                 buf += b"\n"  # the last line has no newline
                 line = yield from _lines(buf, len(buf), line, display, skipped)
-        except _Limit as exc:
+        except GzipLimit as exc:
             counts = skipped.counts()
             problems.append(Problem(f"{display}:{line}", f"{exc}; the rest of the file is skipped"
                                     + (f"; before it, {counts}" if counts else "")))
@@ -197,16 +197,17 @@ def _skip_long(skipped: _Skipped, location: str) -> None:
     skipped.first = skipped.first or Problem(location, f"audit event over {_size(MAX_AUDIT_LINE)}")
 
 
-def _blocks(read: Callable[[int], bytes], raw: BinaryIO, gz: bool) -> Iterator[bytes]:
-    """The file's bytes in blocks; _Limit when a gzip file expands too much."""
+def bounded_blocks(read: Callable[[int], bytes], raw: BinaryIO, gz: bool) -> Iterator[bytes]:
+    """The bytes `read` gives, in blocks; with `gz`, GzipLimit once they are more than MAX_GZIP_RATIO times what was
+    read of the compressed file `raw` (from GZIP_RATIO_FLOOR) or more than MAX_GZIP_BYTES."""
     out = 0
     while block := read(BLOCK):
         out += len(block)
         if gz and out > MAX_GZIP_RATIO * max(raw.tell(), GZIP_RATIO_FLOOR):
-            raise _Limit(f"gzip expands more than {MAX_GZIP_RATIO} times ({out:,} bytes out of the first "
+            raise GzipLimit(f"gzip expands more than {MAX_GZIP_RATIO} times ({out:,} bytes out of the first "
                          f"{raw.tell():,} read), like a compression bomb")
         if gz and out > MAX_GZIP_BYTES:
-            raise _Limit(f"gzip expands past {_size(MAX_GZIP_BYTES)}")
+            raise GzipLimit(f"gzip expands past {_size(MAX_GZIP_BYTES)}")
         yield block
 
 

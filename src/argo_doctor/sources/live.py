@@ -60,6 +60,7 @@ KEPT_METRICS = ("apiserver_requested_deprecated_apis", "apiserver_request_total"
 """The API server metrics the rules read; the rest of /metrics is not kept."""
 SLIM_KINDS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
               ("", "Pod"), ("argoproj.io", "Application")}
+WEBHOOK_KINDS = {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
 NAMESPACE_KINDS = {("", "Secret"), ("", "ConfigMap")}
 """Kinds read only in the namespaces of interest (the Argo namespaces and those of webhook services), never
 cluster-wide: the settings, and Secrets, which a scan must not read more of than it needs."""
@@ -303,7 +304,6 @@ class Collected:
     absent: list[str] = field(default_factory=list)
     requests: int = 0
 
-
     def summary(self) -> str:
         """One line: what was read, with how many requests, and how many reads failed."""
         tally = self.tally
@@ -332,6 +332,8 @@ class Collector:
         """Workloads, pods and Applications, cut down to what decides which namespaces and logs to read."""
         self.nodes: set[str] = set()
         """The nodes the pods run on (the clock probes' targets)."""
+        self.webhook_namespaces: set[str] = set()
+        """The namespaces of the Services that webhook configurations call."""
         self._lock = threading.Lock()
         self._discovered: dict[str, dict[str, Resource] | None] = {}
         self._listed: set[tuple[str, str]] = set()
@@ -351,14 +353,15 @@ class Collector:
         (self.root / "objects").mkdir(parents=True, exist_ok=True)
         started = datetime.now(UTC)
         version = self._version()
-        wide = [r for r in self._resources(self.needs.kinds) if (r.group, r.kind) not in NAMESPACE_KINDS]
+        resources = self._resources(self.needs.kinds)
+        wide = [r for r in resources if (r.group, r.kind) not in NAMESPACE_KINDS]
         if self.needs.events:
             events = self._resource("", "Event")
             if events is not None:
                 wide.append(events)
         self._phase("objects", [(r, None) for r in wide])
         namespaces = self._namespaces_of_interest()
-        scoped = [r for r in self._resources(self.needs.kinds) if (r.group, r.kind) in NAMESPACE_KINDS]
+        scoped = [r for r in resources if (r.group, r.kind) in NAMESPACE_KINDS]
         self._phase("settings and secrets", [(r, ns) for r in scoped for ns in sorted(namespaces)])
         if self.needs.app_resources:
             self._phase("application resources", self._app_resource_lists())
@@ -488,11 +491,18 @@ class Collector:
         return item
 
     def _write_page(self, path: Path, resource: Resource, items: list[dict[str, Any]]) -> None:
+        if resource.kind in WEBHOOK_KINDS:  # the namespaces of webhook Services, whose Secrets are read
+            services = (mapping(mapping(mapping(hook).get("clientConfig")).get("service"))
+                        for item in items for hook in as_list(item.get("webhooks")))
+            namespaces = {str(svc["namespace"]) for svc in services if svc.get("namespace")}
+            with self._lock:
+                self.webhook_namespaces |= namespaces
         if (resource.group, resource.kind) in SLIM_KINDS:
             kept = [_slim(item) for item in items]
             if resource.kind == "Pod":  # a pod matters for its node, and if it is an Argo component's or crashes
+                nodes = {str(mapping(i.get("spec")).get("nodeName") or "") for i in items} - {""}
                 with self._lock:
-                    self.nodes.update(str(mapping(i.get("spec")).get("nodeName") or "") for i in items)
+                    self.nodes |= nodes
                 kept = [slim for slim in kept if _failing_raw(slim) or self.slim.component_name(
                     Obj.from_raw(slim, "live")) is not None]
             with self._lock:
@@ -518,15 +528,7 @@ class Collector:
         return found
 
     def _namespaces_of_interest(self) -> set[str]:
-        namespaces = self.argo_namespaces()
-        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-            for path in (self.root / "objects").glob(f"{kind.lower()}s.admissionregistration.k8s.io/*.json"):
-                for config in as_list(msgspec.json.decode(path.read_bytes()).get("items")):
-                    for hook in as_list(mapping(config).get("webhooks")):
-                        service = mapping(mapping(mapping(hook).get("clientConfig")).get("service"))
-                        if service.get("namespace"):
-                            namespaces.add(str(service["namespace"]))
-        return namespaces
+        return self.argo_namespaces() | self.webhook_namespaces
 
     def _app_resource_lists(self) -> list[tuple[Resource, str | None]]:
         """One list per kind that Applications deploy and no rule listed already, in the namespaces they use."""
@@ -657,7 +659,7 @@ class Collector:
         if apiserver is None:
             return None
         probes = []
-        for node in sorted(self.nodes - {""}):
+        for node in sorted(self.nodes):
             probe = self._probe(f"/api/v1/nodes/{node}/proxy/healthz")
             if probe is not None:
                 probes.append({"node": node, **probe})

@@ -43,7 +43,7 @@ import yaml
 
 from argo_doctor.errors import ConfigError, InputError
 from argo_doctor.model import Problem
-from argo_doctor.sources.audit import GZIP_RATIO_FLOOR, MAX_AUDIT_LINE, MAX_GZIP_BYTES, MAX_GZIP_RATIO
+from argo_doctor.sources.audit import MAX_AUDIT_LINE, GzipLimit, bounded_blocks
 from argo_doctor.sources.bundle import BUNDLE_MARKERS, TARBALL_SUFFIXES, extract
 from argo_doctor.sources.files import UnsafeInput, is_dir, open_input
 from argo_doctor.sources.objects import OBJECT_SUFFIXES, read_documents
@@ -243,16 +243,9 @@ class _Rewrite:
     def _lines(self, source: _Stream, raw: BinaryIO, display: str) -> Iterator[bytes]:
         """The lines of a file with their endings, longer ones in pieces of MAX_TEXT_LINE; a gzip file while it
         expands within the audit reader's limits (past them, or where it is damaged, one problem and the end)."""
-        packed = source is not raw
         pending = b""
-        out = 0
         try:
-            while block := source.read(BLOCK):
-                out += len(block)
-                if packed and (out > MAX_GZIP_RATIO * max(raw.tell(), GZIP_RATIO_FLOOR) or out > MAX_GZIP_BYTES):
-                    self.problems.append(Problem(display, f"gzip expands more than {MAX_GZIP_RATIO} times or past "
-                                                          f"{MAX_GZIP_BYTES:,} bytes: the rest is not copied"))
-                    break
+            for block in bounded_blocks(source.read, raw, source is not raw):
                 pending += block
                 start = 0
                 while (end := pending.find(b"\n", start)) >= 0:
@@ -262,6 +255,8 @@ class _Rewrite:
                 while len(pending) >= MAX_TEXT_LINE:
                     yield pending[:MAX_TEXT_LINE]
                     pending = pending[MAX_TEXT_LINE:]
+        except GzipLimit as exc:
+            self.problems.append(Problem(display, f"{exc}: the rest is not copied"))
         except (OSError, EOFError, zlib.error) as exc:
             self.problems.append(Problem(display, f"gzip stream damaged or cut short ({exc}): what came before it "
                                                   "is copied"))
