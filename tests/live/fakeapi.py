@@ -1,19 +1,38 @@
 """An in-process fake Kubernetes API server for the tests and benchmarks of the live source.
 
-`FakeApiServer` serves a fixed set of objects, pod logs and node proxy probes read-only over HTTP/1.1 (optionally
-TLS), the way kube-apiserver v1.29 does for what it serves: discovery, lists with `limit`/`continue` pagination,
-label and field selectors, list items without `apiVersion`/`kind`, `Status` error bodies, bearer token auth, and a
-`Date` header on every answer. Every request is recorded, and `fault()` injects failures into chosen requests:
-a Status (403, 429 with Retry-After, 500...), a 410 Expired on a later page of a list, a connection reset, a hang,
-or an HTML page from a "proxy". Helpers build the objects and logs of a bundle directory (`load_bundle`), a
-kubeconfig (`write_kubeconfig`), an in-cluster service account mount (`service_account_dir`) and a large synthetic
-Argo CD installation (`synthetic_installation`).
+`FakeApiServer` serves a set of objects, pod logs and node proxy probes over HTTP/1.1 (optionally TLS), the way
+kube-apiserver v1.29 does for what it serves: discovery, lists with `limit`/`continue` pagination, label and field
+selectors, list items without `apiVersion`/`kind`, `Status` error bodies, bearer token auth, and a `Date` header on
+every answer. It is read-only unless built with `writable=True`, which adds PATCH of any served object (merge,
+JSON and, for built-in kinds, strategic merge patches; optimistic concurrency on `metadata.resourceVersion` with
+the real 409 Conflict) and POST create of namespaced and cluster objects (Events in particular). Every request is
+recorded with its body, and `fault()` injects failures into chosen requests (optionally of one method only):
+a Status (403, 409, 429 with Retry-After, 500...), a 410 Expired on a later page of a list, a connection reset, a
+hang, or an HTML page from a "proxy". `on_write()` hooks a callback, e.g. a simulated controller, after each write;
+`set_status()` writes an object's status as a controller would. Helpers build the objects and logs of a bundle
+directory (`load_bundle`), a kubeconfig (`write_kubeconfig`), an in-cluster service account mount
+(`service_account_dir`) and a large synthetic Argo CD installation (`synthetic_installation`).
 
 Behaviour a client must cope with, as with the real API: list items carry no `apiVersion`/`kind` (take them from
 the list: `PodList` → `Pod`); lists are in etcd key order (`namespace/name`); the fake compacts at once, so any
-change (`add_object`, `remove_object`, `set_objects`) expires older continue tokens with 410 Expired, whose Status
-carries a fresh `metadata.continue` for an inconsistent remainder; `resourceVersion=0` without `continue` ignores
-`limit` (the v1.29 watch cache); writes answer 405 and watches are not served.
+change (`add_object`, `remove_object`, `set_objects`, `set_status`, a PATCH or a POST) expires older continue tokens
+with 410 Expired, whose Status carries a fresh `metadata.continue` for an inconsistent remainder;
+`resourceVersion=0` without `continue` ignores `limit` (the v1.29 watch cache); watches are not served. Without
+`writable=True` every write answers 405; with it, PUT and DELETE still do.
+
+Writes, as the real API: a PATCH needs `Content-Type` `application/merge-patch+json` (RFC 7386),
+`application/json-patch+json` (RFC 6902) or, for built-in kinds only, `application/strategic-merge-patch+json`
+(applied as a merge patch: lists are replaced, not merged by key; a custom resource such as a Rollout answers 415
+to it, as kube-apiserver does); anything else is 415. A `metadata.resourceVersion` in the patched object that is
+not the stored one is a 409 Conflict; a patch that changes nothing keeps the resourceVersion; one that changes
+anything outside `metadata` and `status` bumps a present `metadata.generation`; one that changes `metadata.name`,
+`metadata.namespace`, `apiVersion` or `kind` is a 400 ("the name of the object (x) does not match the name on the
+URL (y)"); `uid` and `creationTimestamp` are kept. `status` is patchable through the object itself (subresources
+such as `/status` and `/scale` are not served). A create fills `metadata.namespace` from the path, the name from
+`generateName`, `uid`, `resourceVersion` and `creationTimestamp` (and `generation: 1` for custom resources); an
+existing name is a 409 AlreadyExists; a core/v1 Event whose `involvedObject.namespace` is not its own is a 422.
+`dryRun=All` validates without storing. Not modelled: core/v1 and events.k8s.io/v1 Events are separate stores
+(no conversion between them), and there is no admission, defaulting, managedFields or schema validation.
 
 Why not kmock (0.8, installed): its `KubernetesEmulator._serve_list` answers every list with all stored objects and
 `metadata.resourceVersion: "..."`, ignoring `limit`, `continue`, `labelSelector` and `fieldSelector`, so there is no
@@ -48,7 +67,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
@@ -70,7 +89,9 @@ __all__ = [
     "LogKey",
     "Request",
     "format_timestamp",
+    "json_patch",
     "load_bundle",
+    "merge_patch",
     "parse_timestamp",
     "service_account_dir",
     "status_object",
@@ -298,7 +319,8 @@ def with_timestamps(text: str, now: dt.datetime) -> str:
 
 @dataclass(frozen=True)
 class Request:
-    """One request as the fake received it. `headers` has lower-case names; `target` is the raw request target."""
+    """One request as the fake received it. `headers` has lower-case names; `target` is the raw request target;
+    `body` is the request body as sent (a chunked body de-chunked)."""
 
     method: str
     path: str
@@ -307,10 +329,20 @@ class Request:
     target: str = ""
     body: bytes = b""
 
+    @property
+    def content_type(self) -> str:
+        """The media type of the body without parameters, lower case (`application/merge-patch+json`), or ""."""
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    def json(self) -> Any:
+        """The body decoded as JSON (ValueError when it is not)."""
+        return json.loads(self.body)
+
 
 @dataclass
 class Fault:
-    """A failure injected into the requests whose `path?query` matches `pattern`, `times` times (-1: always)."""
+    """A failure injected into the requests whose `path?query` matches `pattern` (and whose method is `method`,
+    unless None), `times` times (-1: always)."""
 
     pattern: re.Pattern[str]
     kind: FaultKind
@@ -321,6 +353,7 @@ class Fault:
     seconds: float = 0.0
     message: str | None = None
     fired: int = 0
+    method: str | None = None
 
     @property
     def active(self) -> bool:
@@ -775,6 +808,163 @@ def _int_param(query: Mapping[str, str], name: str) -> int | None:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# Writes: patches and the answers to failed writes
+
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # apiserver's names.SimpleNameGenerator alphabet
+# Built-in resources accept strategic merge patches; custom resources (the Argo CRDs included) do not.
+_BUILTIN_RESOURCES = frozenset((g, p) for g, _v, _k, p, _n, _s in _BUILTIN if g != "argoproj.io")
+WriteHook = Callable[[str, str, Obj], None]
+"""`on_write` callback: (method, request path, a copy of the object as stored)."""
+
+
+class _PatchError(ValueError):
+    pass
+
+
+def _copy_json(value: Any) -> Any:
+    return msgspec.json.decode(msgspec.json.encode(value))
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON Merge Patch: objects merge recursively, null deletes, anything else replaces.
+    Modifies and returns `target` (copy it first when it must be kept)."""
+    if not isinstance(patch, dict):
+        return patch
+    if not isinstance(target, dict):
+        target = {}
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = merge_patch(target.get(key), value)
+    return target
+
+
+def _pointer(text: Any) -> list[str]:
+    if not isinstance(text, str) or (text and not text.startswith("/")):
+        raise _PatchError(f"invalid JSON pointer: {text!r}")
+    return [p.replace("~1", "/").replace("~0", "~") for p in text[1:].split("/")] if text else []
+
+
+def _index(part: str, size: int, *, end: bool = False) -> int:
+    if end and part == "-":
+        return size
+    if not re.fullmatch(r"0|[1-9][0-9]*", part) or int(part) > size or (int(part) == size and not end):
+        raise _PatchError(f"index out of range or not an index: {part!r}")
+    return int(part)
+
+
+def _resolve(doc: Any, parts: list[str]) -> Any:
+    node = doc
+    for part in parts:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list):
+            node = node[_index(part, len(node))]
+        else:
+            raise _PatchError(f"doc is missing path: /{'/'.join(parts)}")
+    return node
+
+
+def _add(doc: Any, parts: list[str], value: Any) -> Any:
+    if not parts:
+        return value
+    parent = _resolve(doc, parts[:-1])
+    if isinstance(parent, dict):
+        parent[parts[-1]] = value
+    elif isinstance(parent, list):
+        parent.insert(_index(parts[-1], len(parent), end=True), value)
+    else:
+        raise _PatchError(f"doc is missing path: /{'/'.join(parts)}")
+    return doc
+
+
+def _remove(doc: Any, parts: list[str]) -> Any:
+    if not parts:
+        raise _PatchError("unable to remove the whole document")
+    parent = _resolve(doc, parts[:-1])
+    if isinstance(parent, dict) and parts[-1] in parent:
+        del parent[parts[-1]]
+    elif isinstance(parent, list):
+        del parent[_index(parts[-1], len(parent))]
+    else:
+        raise _PatchError(f"unable to remove nonexistent key: {parts[-1]}: missing value")
+    return doc
+
+
+def json_patch(doc: Any, operations: Any) -> Any:
+    """RFC 6902 JSON Patch (add, remove, replace, move, copy, test); ValueError when an operation fails.
+    Modifies and returns `doc`."""
+    if not isinstance(operations, list):
+        raise _PatchError("a JSON patch must be a list of operations")
+    for op in operations:
+        if not isinstance(op, dict) or not isinstance(op.get("op"), str):
+            raise _PatchError(f"invalid operation: {op!r}")
+        kind, parts = op["op"], _pointer(op.get("path"))
+        if kind in ("add", "replace", "test") and "value" not in op:
+            raise _PatchError(f"missing value for operation {kind} {op.get('path')}")
+        if kind == "add":
+            doc = _add(doc, parts, _copy_json(op["value"]))
+        elif kind == "remove":
+            doc = _remove(doc, parts)
+        elif kind == "replace":
+            _resolve(doc, parts)
+            doc = _add(_remove(doc, parts), parts, _copy_json(op["value"])) if parts else _copy_json(op["value"])
+        elif kind in ("move", "copy"):
+            source = _pointer(op.get("from"))
+            if kind == "move" and parts[:len(source)] == source and parts != source:
+                raise _PatchError("a location cannot be moved into one of its children")
+            value = _copy_json(_resolve(doc, source))
+            if kind == "move":
+                doc = _remove(doc, source)
+            doc = _add(doc, parts, value)
+        elif kind == "test":
+            found = _resolve(doc, parts)
+            if _dumps(found) != _dumps(op["value"]):
+                raise _PatchError(f"testing value {op['path']} failed: test failed")
+        else:
+            raise _PatchError(f"Unexpected kind: {kind}")
+    return doc
+
+
+def _unsupported_media(accepted: Iterable[str]) -> _Response:
+    return _status(415, "the body of the request was in an unknown format - accepted media types include: "
+                        + ", ".join(accepted))
+
+
+def _bad_request(message: str) -> _Response:
+    return _status(400, message)
+
+
+def _conflict_message(res: _Res, name: str) -> str:
+    return (f'Operation cannot be fulfilled on {res.group_resource} "{name}": the object has been modified; '
+            "please apply your changes to the latest version and try again")
+
+
+def _conflict(res: _Res, name: str) -> _Response:
+    details = {"name": name, "group": res.group, "kind": res.plural}
+    return _status(409, _conflict_message(res, name), details={k: v for k, v in details.items() if v})
+
+
+def _already_exists(res: _Res, name: str) -> _Response:
+    details = {"name": name, "group": res.group, "kind": res.plural}
+    return _status(409, f'{res.group_resource} "{name}" already exists', reason="AlreadyExists",
+                   details={k: v for k, v in details.items() if v})
+
+
+def _unprocessable(res: _Res, name: str, field_path: str, reason: str, detail: str) -> _Response:
+    message = f'{res.kind} "{name}" is invalid: {field_path}: {detail}'
+    details = {"name": name, "group": res.group, "kind": res.kind,
+               "causes": [{"reason": reason, "message": detail, "field": field_path}]}
+    return _status(422, message, details={k: v for k, v in details.items() if v})
+
+
+# --------------------------------------------------------------------------------------------------------------
 # Routing
 
 
@@ -892,11 +1082,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeApiServer:
-    """A read-only kube-apiserver on 127.0.0.1 serving `objects` and pod `logs`; a context manager.
+    """A kube-apiserver on 127.0.0.1 serving `objects` and pod `logs`; a context manager.
 
     logs: {(namespace, pod, container, previous): text}, every line starting with an RFC 3339 timestamp and a
     space (`kubectl logs --timestamps`). `now` (default: the newest log line + 1 s) is what `sinceSeconds` counts
-    back from; the `Date` headers use the real clock (plus `node_clock_offsets[node]` for a node proxy answer).
+    back from; the `Date` headers and the `creationTimestamp` of created objects use the real clock (plus
+    `node_clock_offsets[node]` for a node proxy answer). Read-only (writes answer 405) unless `writable=True`:
+    then PATCH and POST are served as the module docstring describes, atomically under one lock.
     """
 
     def __init__(
@@ -912,7 +1104,10 @@ class FakeApiServer:
         token: str | None = None,
         user: str = DEFAULT_USER,
         copy_objects: bool = True,
+        writable: bool = False,
     ) -> None:
+        self.writable = writable
+        self._on_write: list[WriteHook] = []
         self._lock = threading.RLock()
         self._requests: list[Request] = []
         self._faults: list[Fault] = []
@@ -1036,15 +1231,85 @@ class FakeApiServer:
                       api_version: str | None = None) -> Obj:
         """Remove one object (KeyError when there is none) and return it; lists get a new resourceVersion."""
         with self._lock:
-            for key, st in self._stored.items():
-                if (st.kind == kind and st.name == name and (st.namespace or None) == (namespace or None)
-                        and api_version in (None, st.api_version)):
-                    del self._stored[key]
-                    self._rv += 1
-                    with _gc_paused():
-                        self._state = _build_state(self._stored.values(), self._rv)
-                    return st.obj
+            key, st = self._find(kind, name, namespace, api_version)
+            del self._stored[key]
+            self._rv += 1
+            with _gc_paused():
+                self._state = _build_state(self._stored.values(), self._rv)
+            return st.obj
+
+    def get_object(self, kind: str, name: str, namespace: str | None = None, *,
+                   api_version: str | None = None) -> Obj:
+        """A copy of one stored object as served now (KeyError when there is none)."""
+        with self._lock:
+            obj: Obj = _copy_json(self._find(kind, name, namespace, api_version)[1].obj)
+        return obj
+
+    def set_status(self, kind: str, name: str, namespace: str | None, status: Mapping[str, Any] | None, *,
+                   api_version: str | None = None) -> Obj:
+        """Replace the `status` of one object (None removes it), as a controller's status write: the object gets a
+        new resourceVersion. Returns a copy of the object as now stored; KeyError when there is none.
+        `on_write` callbacks are not called."""
+        with self._lock:
+            _key, st = self._find(kind, name, namespace, api_version)
+            obj: Obj = _copy_json(st.obj)
+            if status is None:
+                obj.pop("status", None)
+            else:
+                obj["status"] = _copy_json(status)
+            out: Obj = _copy_json(self._commit(st, obj, self._resource_of(st)).obj)
+        return out
+
+    def on_write(self, callback: WriteHook) -> None:
+        """Call `callback(method, path, obj)` after each successful PATCH or POST (not dry run), in the request's
+        thread, outside the server's lock and before the answer is sent; `obj` is a copy of the object as stored.
+        A callback may call `set_status`/`add_object` (e.g. from a `threading.Timer`, to answer after a delay);
+        an exception in it is recorded in `errors` and does not change the answer."""
+        with self._lock:
+            self._on_write.append(callback)
+
+    def _find(self, kind: str, name: str, namespace: str | None,
+              api_version: str | None) -> tuple[tuple[str, str, str, str], _Stored]:
+        for key, st in self._stored.items():
+            if (st.kind == kind and st.name == name and (st.namespace or None) == (namespace or None)
+                    and api_version in (None, st.api_version)):
+                return key, st
         raise KeyError((kind, namespace, name))
+
+    def _resource_of(self, st: _Stored) -> _Res | None:
+        state = self._state
+        for res in state.resources.values():
+            if ((res.group, res.version, res.kind) == (st.group, st.version, st.kind)
+                    and self._lookup(state, res, st.namespace, st.name) is st):
+                return res
+        return None
+
+    def _commit(self, old: _Stored | None, obj: Obj, res: _Res | None) -> _Stored:
+        """Store `obj` (replacing `old`) with a new resourceVersion; under the lock. The served state is updated
+        copy-on-write, so that requests being answered from the previous state keep a consistent snapshot."""
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        new = _Stored(obj)
+        if old is not None:
+            self._stored.pop((old.api_version, old.kind, old.namespace or "", old.name), None)
+        self._stored[(new.api_version, new.kind, new.namespace or "", new.name)] = new
+        state = self._state
+        if res is None or new.kind == "CustomResourceDefinition" or (res.namespaced and new.namespace is None):
+            with _gc_paused():
+                self._state = _build_state(self._stored.values(), self._rv)
+            return new
+        rkey = (res.group, res.version, res.plural)
+        keys, items = state.buckets.get(rkey, ([], []))
+        keys, items = list(keys), list(items)
+        key = f"{new.namespace}/{new.name}" if res.namespaced else new.name
+        i = bisect.bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:
+            items[i] = new
+        else:
+            keys.insert(i, key)
+            items.insert(i, new)
+        self._state = _State(self._rv, state.resources, {**state.buckets, rkey: (keys, items)}, state.groups)
+        return new
 
     def objects(self) -> list[Obj]:
         """The objects as served (copies are not made: do not modify them)."""
@@ -1078,10 +1343,11 @@ class FakeApiServer:
         with self._lock:
             return list(self._requests)
 
-    def requests_matching(self, pattern: str) -> list[Request]:
-        """The requests whose `path?query` (decoded or raw) matches `pattern` (re.search)."""
+    def requests_matching(self, pattern: str, method: str | None = None) -> list[Request]:
+        """The requests whose `path?query` (decoded or raw) matches `pattern` (re.search), of `method` if given."""
         regex = re.compile(pattern)
-        return [r for r in self.requests if any(regex.search(t) for t in _match_texts(r))]
+        return [r for r in self.requests if method in (None, r.method)
+                and any(regex.search(t) for t in _match_texts(r))]
 
     def clear_requests(self) -> None:
         """Forget the requests recorded so far."""
@@ -1090,18 +1356,23 @@ class FakeApiServer:
 
     def fault(self, pattern: str, kind: FaultKind, *, times: int = 1, status: int | None = None,
               retry_after: float | None = None, after_pages: int = 0, seconds: float = 0.0,
-              message: str | None = None) -> Fault:
-        """Inject a failure into the next `times` requests (-1: all) whose `path?query` matches `pattern`.
+              message: str | None = None, method: str | None = None) -> Fault:
+        """Inject a failure into the next `times` requests (-1: all) whose `path?query` matches `pattern` and, when
+        `method` is given ("PATCH", "POST", "GET"...), whose method is that one.
 
         `pattern` is searched in the decoded `path?query` and in the raw request target. Kinds:
-        "status" (default 500; `message` defaults to the real API's, e.g. the RBAC sentence for 403),
+        "status" (default 500; `message` defaults to the real API's, e.g. the RBAC sentence for 403, the
+        "Operation cannot be fulfilled" one for a 409 on an object; a failed write changes nothing),
         "gone" (410 Expired on list requests whose continue token is for a page > `after_pages`),
-        "reset" (close the connection with a TCP RST, no answer), "hang" (wait `seconds`, then answer normally),
+        "reset" (close the connection with a TCP RST, no answer; a write is not applied),
+        "hang" (wait `seconds`, then answer normally: a write is applied after the wait, even when the client has
+        given up by then, as a slow API server would),
         "html" (an HTML page with status 200 unless `status` is given, as a proxy in front of the API would).
         """
         if kind not in ("status", "gone", "reset", "hang", "html"):
             raise ValueError(f"unknown fault kind {kind!r}")
-        fault = Fault(re.compile(pattern), kind, times, status, retry_after, after_pages, seconds, message)
+        fault = Fault(re.compile(pattern), kind, times, status, retry_after, after_pages, seconds, message,
+                      method=method.upper() if method else None)
         with self._lock:
             self._faults.append(fault)
         return fault
@@ -1135,8 +1406,7 @@ class FakeApiServer:
         segments = [unquote(s) for s in split.path.split("/") if s]
         path = "/" + "/".join(segments)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
-        length = int(handler.headers.get("Content-Length") or 0)
-        body = handler.rfile.read(length) if length > 0 else b""
+        body = _read_body(handler)
         headers = {k.lower(): v for k, v in handler.headers.items()}
         request = Request(method, path, query, headers, handler.path, body)
         with self._lock:
@@ -1152,15 +1422,148 @@ class FakeApiServer:
         if headers.get("authorization") != f"Bearer {self.token}":
             return _status(401, "Unauthorized")
         if method not in ("GET", "HEAD"):
+            if self.writable and method in ("PATCH", "POST"):
+                return self._serve_write(request, route)
             return _status(405)
         return self._serve(request, route, state)
+
+    def _serve_write(self, request: Request, route: _Route) -> _Response:
+        res = route.res
+        dry_run = request.query.get("dryRun")
+        if dry_run is not None and dry_run != "All":
+            return _bad_request(f'dryRun: Unsupported value: "{dry_run}": supported values: "All"')
+        if request.method == "PATCH" and route.kind == "get" and res is not None:
+            response, written = self._patch(request, route, res, dry_run is not None)
+        elif (request.method == "POST" and route.kind == "list" and res is not None
+              and (route.namespace is not None or not res.namespaced)):
+            response, written = self._create(request, route, res, dry_run is not None)
+        elif route.kind == "notfound":
+            return _not_found()
+        else:
+            return _status(405)
+        if written is not None:
+            with self._lock:
+                hooks = list(self._on_write)
+            for hook in hooks:
+                try:
+                    hook(request.method, request.path, _copy_json(written))
+                except Exception:
+                    self.errors.append(traceback.format_exc())
+        return response
+
+    def _patch(self, request: Request, route: _Route, res: _Res, dry_run: bool) -> tuple[_Response, Obj | None]:
+        media = request.content_type
+        accepted = [JSON_PATCH, MERGE_PATCH]
+        if (res.group, res.plural) in _BUILTIN_RESOURCES:
+            accepted.append(STRATEGIC_MERGE_PATCH)
+        if media == APPLY_PATCH:
+            return _status(415, "server-side apply (application/apply-patch+yaml) is not supported by the fake API "
+                                "server"), None
+        if media not in accepted:
+            return _unsupported_media(accepted), None
+        try:
+            patch = json.loads(request.body)
+        except ValueError as exc:
+            return _bad_request(f"error decoding patch: {exc}"), None
+        with self._lock:
+            st = self._lookup(self._state, res, route.namespace, route.name)
+            if st is None:
+                return _object_not_found(res, route.name), None
+            old_meta = st.obj["metadata"]
+            try:
+                patched = (json_patch if media == JSON_PATCH else merge_patch)(_copy_json(st.obj), patch)
+            except _PatchError as exc:
+                return _status(422, "the server rejected our request due to an error in our request",
+                               details={"causes": [{"message": str(exc)}]}), None
+            problem = _check_patched(patched, st, route)
+            if problem is not None:
+                return _bad_request(problem), None
+            meta = patched["metadata"]
+            version = meta.get("resourceVersion")
+            if not isinstance(version, str | None):
+                return _bad_request("json: cannot unmarshal number into Go struct field ObjectMeta.metadata."
+                                    "resourceVersion of type string"), None
+            if version and version != old_meta.get("resourceVersion"):
+                return _conflict(res, route.name), None
+            for key in ("uid", "creationTimestamp", "resourceVersion"):
+                if key in old_meta:
+                    meta[key] = old_meta[key]
+                else:
+                    meta.pop(key, None)
+            if patched == st.obj:  # nothing changes: no write, the resourceVersion stays
+                return _Response(200, st.full_json()), (None if dry_run else st.obj)
+            generation = old_meta.get("generation")
+            if isinstance(generation, int) and _spec_part(patched) != _spec_part(st.obj):
+                meta["generation"] = generation + 1
+            if dry_run:
+                return _Response(200, _Stored(patched).full_json()), None
+            stored = self._commit(st, patched, res)
+            return _Response(200, stored.full_json()), stored.obj
+
+    def _create(self, request: Request, route: _Route, res: _Res, dry_run: bool) -> tuple[_Response, Obj | None]:
+        media = request.content_type
+        try:
+            if media in ("", "application/json"):
+                obj = json.loads(request.body)
+            elif media == "application/yaml":
+                obj = yaml.safe_load(request.body)
+            else:
+                return _unsupported_media(["application/json", "application/yaml"]), None
+        except (ValueError, yaml.YAMLError) as exc:
+            return _bad_request(f"the object provided is unrecognized (must be of type {res.kind}): {exc}"), None
+        if not isinstance(obj, dict) or not isinstance(obj.setdefault("metadata", {}), dict):
+            return _bad_request(f"the object provided is unrecognized (must be of type {res.kind})"), None
+        if obj.setdefault("apiVersion", res.group_version) != res.group_version:
+            return _bad_request(f"the API version in the data ({obj['apiVersion']}) does not match the expected API "
+                                f"version ({res.group_version})"), None
+        if obj.setdefault("kind", res.kind) != res.kind:
+            return _bad_request(f"the kind in the data ({obj['kind']}) does not match the expected kind "
+                                f"({res.kind})"), None
+        meta = obj["metadata"]
+        if res.namespaced:
+            if meta.get("namespace") not in (None, "", route.namespace):
+                return _bad_request("the namespace of the provided object does not match the namespace sent on the "
+                                    "request"), None
+            meta["namespace"] = route.namespace
+        else:
+            meta.pop("namespace", None)
+        if meta.get("resourceVersion"):
+            return _bad_request("resourceVersion should not be set on objects to be created"), None
+        name, generate = meta.get("name"), meta.get("generateName")
+        if not (isinstance(name, str) and name):
+            if not (isinstance(generate, str) and generate):
+                return _unprocessable(res, "", "metadata.name", "FieldValueRequired",
+                                      "Required value: name or generateName is required"), None
+            name = generate[:58] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+            meta["name"] = name
+        involved = obj.get("involvedObject")
+        if (res.group, res.plural) == ("", "events") and isinstance(involved, dict) \
+                and involved.get("namespace") not in (None, "", route.namespace):
+            value = involved["namespace"]
+            return _unprocessable(res, name, "involvedObject.namespace", "FieldValueInvalid",
+                                  f'Invalid value: "{value}": does not match event.namespace'), None
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = format_time_seconds(dt.datetime.now(dt.UTC))
+        if (res.group, res.plural) not in _BUILTIN_RESOURCES:
+            meta["generation"] = 1
+        copy = _private_copy(obj)
+        if copy is None:
+            return _bad_request(f"the object provided is unrecognized (must be of type {res.kind})"), None
+        with self._lock:
+            if self._lookup(self._state, res, route.namespace, name) is not None:
+                return _already_exists(res, name), None
+            if dry_run:
+                return _Response(201, _Stored(copy).full_json()), None
+            stored = self._commit(None, copy, res)
+            return _Response(201, stored.full_json()), stored.obj
 
     def _take_faults(self, request: Request, route: _Route) -> tuple[list[Fault], Fault | None]:
         texts = _match_texts(request)
         hangs = []
         with self._lock:
             for fault in self._faults:
-                if not fault.active or not any(fault.pattern.search(t) for t in texts):
+                if (not fault.active or fault.method not in (None, request.method)
+                        or not any(fault.pattern.search(t) for t in texts)):
                     continue
                 if fault.kind == "gone":
                     page = None
@@ -1193,6 +1596,9 @@ class FakeApiServer:
             message = message or forbidden
         elif code == 404 and route.res is not None and route.name:
             message = message or f'{route.res.group_resource} "{route.name}" not found'
+            details = {"name": route.name, "group": route.res.group, "kind": route.res.plural}
+        elif code == 409 and route.res is not None and route.name:
+            message = message or _conflict_message(route.res, route.name)
             details = {"name": route.name, "group": route.res.group, "kind": route.res.plural}
         headers = {}
         if fault.retry_after is not None:
@@ -1238,7 +1644,7 @@ class FakeApiServer:
             return _json(200, {"kind": "APIGroup", "apiVersion": "v1",
                                **_api_group(route.group, state.groups[route.group])})
         if kind == "discovery":
-            return _json(200, _resource_list(state, route.group, route.version))
+            return _json(200, _resource_list(state, route.group, route.version, writable=self.writable))
         if kind == "list":
             return self._list(request, route, state)
         if kind == "get":
@@ -1398,6 +1804,45 @@ class FakeApiServer:
         return _Response(404, b"404 page not found\n", "text/plain; charset=utf-8", date=date)
 
 
+def _check_patched(patched: Any, st: _Stored, route: _Route) -> str | None:
+    """Why a patched object cannot replace the stored one (the real API's 400 messages), or None."""
+    if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
+        return f"json: cannot unmarshal {type(patched).__name__} into Go value of type {st.kind}"
+    meta = patched["metadata"]
+    if patched.get("apiVersion") != st.api_version:
+        return (f"the API version in the data ({patched.get('apiVersion')}) does not match the expected API version "
+                f"({st.api_version})")
+    if patched.get("kind") != st.kind:
+        return f"the kind in the data ({patched.get('kind')}) does not match the expected kind ({st.kind})"
+    if meta.get("name") != route.name:
+        return f"the name of the object ({meta.get('name') or ''}) does not match the name on the URL ({route.name})"
+    if (meta.get("namespace") or None) != (st.obj["metadata"].get("namespace") or None):
+        return (f"the namespace of the object ({meta.get('namespace') or ''}) does not match the namespace on the "
+                f"request ({route.namespace or ''})")
+    return None
+
+
+def _spec_part(obj: Obj) -> Obj:
+    """What a change of bumps metadata.generation: all but metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _read_body(handler: _Handler) -> bytes:
+    """The request body: Content-Length bytes, or a chunked body de-chunked."""
+    if "chunked" in handler.headers.get("Transfer-Encoding", "").lower():
+        chunks: list[bytes] = []
+        while True:
+            size = int(handler.rfile.readline(65537).split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while handler.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(chunks)
+            chunks.append(handler.rfile.read(size))
+            handler.rfile.readline(65537)
+    length = int(handler.headers.get("Content-Length") or 0)
+    return handler.rfile.read(length) if length > 0 else b""
+
+
 def _match_texts(request: Request) -> tuple[str, ...]:
     raw_query = urlsplit(request.target).query
     decoded = f"{request.path}?{unquote_plus(raw_query)}" if raw_query else request.path
@@ -1421,13 +1866,14 @@ def _api_group(group: str, versions: list[str]) -> Obj:
     return {"name": group, "versions": listed, "preferredVersion": listed[0]}
 
 
-def _resource_list(state: _State, group: str, version: str) -> Obj:
+def _resource_list(state: _State, group: str, version: str, *, writable: bool = False) -> Obj:
     resources = []
+    verbs = ["create", "get", "list", "patch", "watch"] if writable else ["get", "list", "watch"]
     for (g, v, plural), res in sorted(state.resources.items()):
         if (g, v) != (group, version):
             continue
         entry: Obj = {"name": plural, "singularName": res.kind.lower(), "namespaced": res.namespaced,
-                      "kind": res.kind, "verbs": ["get", "list", "watch"]}
+                      "kind": res.kind, "verbs": verbs}
         if res.short_names:
             entry["shortNames"] = list(res.short_names)
         resources.append(entry)

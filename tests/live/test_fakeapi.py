@@ -7,6 +7,7 @@ import http.client
 import json
 import re
 import ssl
+import threading
 import time
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
@@ -24,6 +25,7 @@ from tests.live.fakeapi import (
     INCONSISTENT_CONTINUE,
     FakeApiServer,
     load_bundle,
+    merge_patch,
     service_account_dir,
     synthetic_installation,
     write_kubeconfig,
@@ -581,3 +583,422 @@ def test_synthetic_installation() -> None:
         assert {"argocd-server", "argocd-repo-server", "argocd-redis", "argocd-dex-server"} <= names
         apps = list_all(c, "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications", 5)
         assert sum(len(p["items"]) for p in apps) == 12
+
+
+# ---- writes (writable=True)
+
+
+ROLLOUTS = "/apis/argoproj.io/v1alpha1/namespaces/shop/rollouts"
+EVENTS = "/api/v1/namespaces/shop/events"
+RESTART = {"metadata": {"resourceVersion": "123"}, "spec": {"restartAt": "2026-11-23T10:00:00Z"}}
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+def rollout(name: str, rv: str = "123", **spec: Any) -> dict[str, Any]:
+    """A Rollout of namespace shop with a resourceVersion and a generation."""
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+            "metadata": {"name": name, "namespace": "shop", "resourceVersion": rv, "generation": 4,
+                         "uid": f"uid-{name}", "creationTimestamp": "2026-11-01T00:00:00Z", "labels": {"app": name}},
+            "spec": {"replicas": 3, "strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {}}]}}, **spec},
+            "status": {"phase": "Degraded", "currentPodHash": "6d4b9"}}
+
+
+@pytest.fixture
+def wapi() -> Iterator[FakeApiServer]:
+    """A writable fake: an Application in argocd, Rollouts web and api in shop with a ReplicaSet, a Pod, an
+    AnalysisRun and a Deployment."""
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+         "metadata": {"name": "shop", "namespace": "argocd"}, "status": {"health": {"status": "Degraded"}}},
+        rollout("web"), rollout("api", rv="77"),
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+         "metadata": {"name": "web-6d4b9", "namespace": "shop",
+                      "labels": {"app": "web", "rollouts-pod-template-hash": "6d4b9"}}},
+        {**pod("web-6d4b9-abcde", "shop"),
+         "metadata": {"name": "web-6d4b9-abcde", "namespace": "shop",
+                      "labels": {"app": "web", "rollouts-pod-template-hash": "6d4b9"}}},
+        {"apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisRun",
+         "metadata": {"name": "web-6d4b9-2", "namespace": "shop", "labels": {"rollouts-pod-template-hash": "6d4b9"}}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "dep", "namespace": "shop"},
+         "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "a", "image": "x"}]}}}},
+    ]
+    with FakeApiServer(objects, writable=True) as server:
+        yield server
+        assert server.errors == []
+
+
+def restart_event(name: str = "", generate: str = "web.") -> dict[str, Any]:
+    """A core/v1 Event about Rollout shop/web, reason ArgoDoctorRestart."""
+    meta = {"name": name} if name else {"generateName": generate}
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {**meta, "namespace": "shop"},
+            "involvedObject": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "namespace": "shop",
+                               "name": "web", "uid": "uid-web", "resourceVersion": "124"},
+            "reason": "ArgoDoctorRestart", "message": "restarted: stuck after ProgressDeadlineExceeded",
+            "type": "Normal", "source": {"component": "argo-doctor"}, "count": 1,
+            "firstTimestamp": "2026-11-23T10:00:00Z", "lastTimestamp": "2026-11-23T10:00:00Z",
+            "reportingComponent": "argo-doctor", "reportingInstance": "argo-doctor-0"}
+
+
+def test_read_only_by_default() -> None:
+    """Without writable=True a PATCH answers 405 and changes nothing; discovery lists no write verbs."""
+    with FakeApiServer([rollout("web")]) as api, client(api) as c:
+        r = c.patch(f"{ROLLOUTS}/web", content=json.dumps(RESTART), headers=MERGE)
+        assert r.status_code == 405 and r.json()["reason"] == "MethodNotAllowed"
+        assert "restartAt" not in c.get(f"{ROLLOUTS}/web").json()["spec"]
+        verbs = {x["name"]: x["verbs"] for x in c.get("/apis/argoproj.io/v1alpha1").json()["resources"]}
+        assert verbs["rollouts"] == ["get", "list", "watch"]
+
+
+def test_remediation_flow(wapi: FakeApiServer) -> None:
+    """The restart service's requests: reads, one merge patch with the resourceVersion, one Event; all recorded."""
+    with client(wapi) as c:
+        verbs = {x["name"]: x["verbs"] for x in c.get("/apis/argoproj.io/v1alpha1").json()["resources"]}
+        assert {"create", "patch"} <= set(verbs["rollouts"])
+        assert c.get("/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop").status_code == 200
+        before = c.get(f"{ROLLOUTS}/web").json()
+        assert before["metadata"]["resourceVersion"] == "123"
+        selector = {"labelSelector": "rollouts-pod-template-hash=6d4b9"}
+        assert len(c.get("/apis/apps/v1/namespaces/shop/replicasets", params=selector).json()["items"]) == 1
+        assert len(c.get("/api/v1/namespaces/shop/pods", params=selector).json()["items"]) == 1
+        assert len(c.get("/apis/argoproj.io/v1alpha1/namespaces/shop/analysisruns",
+                         params=selector).json()["items"]) == 1
+        list_rv = wapi.resource_version
+
+        r = c.patch(f"{ROLLOUTS}/web", content=json.dumps(RESTART).encode(), headers=MERGE)
+        assert r.status_code == 200, r.text
+        after = r.json()
+        assert after["spec"]["restartAt"] == "2026-11-23T10:00:00Z"
+        assert after["spec"]["strategy"] == before["spec"]["strategy"] and after["status"] == before["status"]
+        assert int(after["metadata"]["resourceVersion"]) == int(list_rv) + 1 == int(wapi.resource_version)
+        assert after["metadata"]["generation"] == 5  # a spec change
+        assert (after["metadata"]["uid"], after["metadata"]["creationTimestamp"]) == ("uid-web",
+                                                                                       "2026-11-01T00:00:00Z")
+        assert c.get(f"{ROLLOUTS}/web").json() == after
+        assert wapi.get_object("Rollout", "web", "shop")["spec"]["restartAt"] == "2026-11-23T10:00:00Z"
+
+        r = c.post(EVENTS, json=restart_event())
+        assert r.status_code == 201, r.text
+        event = r.json()
+        assert (event["kind"], event["apiVersion"], event["reason"]) == ("Event", "v1", "ArgoDoctorRestart")
+        meta = event["metadata"]
+        assert re.fullmatch(r"web\.[bcdfghjklmnpqrstvwxz2456789]{5}", meta["name"]) and meta["namespace"] == "shop"
+        assert meta["uid"] and int(meta["resourceVersion"]) == int(after["metadata"]["resourceVersion"]) + 1
+        assert abs(dt.datetime.fromisoformat(meta["creationTimestamp"]).timestamp() - time.time()) < 5
+        listed = c.get(EVENTS, params={"fieldSelector": "involvedObject.name=web,reason=ArgoDoctorRestart"}).json()
+        assert [i["metadata"]["name"] for i in listed["items"]] == [meta["name"]]
+        assert c.get(f"{EVENTS}/{meta['name']}").json() == event
+
+    (patch,) = wapi.requests_matching(r"/rollouts/web$", method="PATCH")
+    assert patch.path == f"{ROLLOUTS}/web" and patch.content_type == "application/merge-patch+json"
+    assert patch.json() == RESTART and patch.body == json.dumps(RESTART).encode()
+    (post,) = wapi.requests_matching(r"/events$", method="POST")
+    assert post.json()["involvedObject"]["name"] == "web" and post.content_type == "application/json"
+    assert [r.method for r in wapi.requests if r.method not in ("GET", "HEAD")] == ["PATCH", "POST"]
+
+
+def test_patch_conflict(wapi: FakeApiServer) -> None:
+    """A stale resourceVersion: the real 409 Conflict, nothing changes; without one the patch is unconditional."""
+    with client(wapi) as c:
+        r = c.patch(f"{ROLLOUTS}/api", content=json.dumps(RESTART), headers=MERGE)  # api is at 77
+        assert r.status_code == 409
+        assert r.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": 'Operation cannot be fulfilled on rollouts.argoproj.io "api": the object has been modified; '
+                       "please apply your changes to the latest version and try again",
+            "reason": "Conflict", "details": {"name": "api", "group": "argoproj.io", "kind": "rollouts"}, "code": 409}
+        stored = c.get(f"{ROLLOUTS}/api").json()
+        assert stored["metadata"]["resourceVersion"] == "77" and "restartAt" not in stored["spec"]
+        r = c.patch(f"{ROLLOUTS}/api", json={"spec": {"paused": True}}, headers=MERGE)
+        assert r.status_code == 200 and r.json()["spec"]["paused"] is True
+        r = c.patch(f"{ROLLOUTS}/api", json={"metadata": {"resourceVersion": 77}}, headers=MERGE)
+        assert r.status_code == 400  # a number is not a resourceVersion
+        r = c.patch(f"{ROLLOUTS}/nope", json=RESTART, headers=MERGE)
+        assert r.status_code == 404 and r.json()["message"] == 'rollouts.argoproj.io "nope" not found'
+
+
+def test_merge_patch_semantics(wapi: FakeApiServer) -> None:
+    """RFC 7386: objects merge, null deletes, lists and scalars replace; the RFC's own examples."""
+    with client(wapi) as c:
+        patch = {"metadata": {"labels": {"app": None, "team": "shop"}, "annotations": {"a": "1"}},
+                 "spec": {"replicas": 5, "strategy": {"canary": {"steps": [{"setWeight": 50}]}}},
+                 "status": {"phase": None}}
+        r = c.patch(f"{ROLLOUTS}/web", content=json.dumps(patch), headers=MERGE)
+        body = r.json()
+        assert body["metadata"]["labels"] == {"team": "shop"} and body["metadata"]["annotations"] == {"a": "1"}
+        assert body["spec"]["replicas"] == 5 and body["spec"]["strategy"]["canary"]["steps"] == [{"setWeight": 50}]
+        assert body["status"] == {"currentPodHash": "6d4b9"}
+        r = c.get(f"{ROLLOUTS}", params={"labelSelector": "team=shop"})  # labels are re-indexed
+        assert [i["metadata"]["name"] for i in r.json()["items"]] == ["web"]
+    examples = [({"a": "b"}, {"a": "c"}, {"a": "c"}), ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+                ({"a": "b"}, {"a": None}, {}), ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+                ({"a": ["b"]}, {"a": "c"}, {"a": "c"}), ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+                ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+                ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}), (["a", "b"], ["c", "d"], ["c", "d"]),
+                ({"a": "b"}, ["c"], ["c"]), ({"a": "foo"}, None, None), ({"a": "foo"}, "bar", "bar"),
+                ({"e": None}, {"a": 1}, {"e": None, "a": 1}), ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
+                ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}})]
+    for target, patch_, expected in examples:
+        assert merge_patch(target, patch_) == expected, (target, patch_)
+
+
+def test_patch_media_types(wapi: FakeApiServer) -> None:
+    """application/json and apply patches: 415; strategic merge: built-in kinds only (415 for a Rollout, as the real
+    API answers for custom resources); JSON patch with a `test` of the resourceVersion."""
+    with client(wapi) as c:
+        r = c.patch(f"{ROLLOUTS}/web", json=RESTART)
+        assert r.status_code == 415 and r.json()["reason"] == "UnsupportedMediaType"
+        assert r.json()["message"] == ("the body of the request was in an unknown format - accepted media types "
+                                       "include: application/json-patch+json, application/merge-patch+json")
+        r = c.patch(f"{ROLLOUTS}/web", json=RESTART, headers={"Content-Type": "application/strategic-merge-patch+json"})
+        assert r.status_code == 415
+        assert c.patch(f"{ROLLOUTS}/web", content=b"spec: {}",
+                       headers={"Content-Type": "application/apply-patch+yaml"}).status_code == 415
+        r = c.patch("/apis/apps/v1/namespaces/shop/deployments/dep", json={"spec": {"replicas": 0}},
+                    headers={"Content-Type": "application/strategic-merge-patch+json; charset=utf-8"})
+        assert r.status_code == 200 and r.json()["spec"]["replicas"] == 0
+        assert r.json()["spec"]["template"]["spec"]["containers"][0]["image"] == "x"
+        r = c.patch(f"{ROLLOUTS}/web", content=b"{not json", headers=MERGE)
+        assert r.status_code == 400 and r.json()["reason"] == "BadRequest"
+
+        jp = {"Content-Type": "application/json-patch+json"}
+        ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": "123"},
+               {"op": "add", "path": "/spec/restartAt", "value": "2026-11-23T10:00:00Z"},
+               {"op": "add", "path": "/spec/strategy/canary/steps/-", "value": {"setWeight": 100}},
+               {"op": "remove", "path": "/spec/strategy/canary/steps/1"},
+               {"op": "replace", "path": "/spec/replicas", "value": 2},
+               {"op": "copy", "from": "/metadata/labels/app", "path": "/metadata/labels/a~1b"},
+               {"op": "move", "from": "/status/phase", "path": "/status/was"}]
+        r = c.patch(f"{ROLLOUTS}/web", json=ops, headers=jp)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["spec"]["restartAt"] == "2026-11-23T10:00:00Z" and body["spec"]["replicas"] == 2
+        assert body["spec"]["strategy"]["canary"]["steps"] == [{"setWeight": 20}, {"setWeight": 100}]
+        assert body["metadata"]["labels"] == {"app": "web", "a/b": "web"}
+        assert body["status"] == {"currentPodHash": "6d4b9", "was": "Degraded"}
+        r = c.patch(f"{ROLLOUTS}/web", json=ops[:2], headers=jp)  # the resourceVersion moved on: the test fails
+        assert r.status_code == 422 and r.json()["reason"] == "Invalid"
+        assert "test failed" in r.json()["details"]["causes"][0]["message"]
+        assert c.patch(f"{ROLLOUTS}/web", json=[{"op": "replace", "path": "/nope/x", "value": 1}],
+                       headers=jp).status_code == 422
+        stale = [{"op": "replace", "path": "/metadata/resourceVersion", "value": "1"},
+                 {"op": "add", "path": "/spec/paused", "value": True}]
+        assert c.patch(f"{ROLLOUTS}/web", json=stale, headers=jp).status_code == 409
+
+
+def test_patch_identity_and_noop(wapi: FakeApiServer) -> None:
+    """Renames and moves are 400s; uid is kept; a patch that changes nothing keeps the resourceVersion; PATCH on a
+    list and on an unserved subresource: 405 and 404."""
+    with client(wapi) as c:
+        r = c.patch(f"{ROLLOUTS}/web", json={"metadata": {"name": "web2"}}, headers=MERGE)
+        assert r.status_code == 400
+        assert r.json()["message"] == "the name of the object (web2) does not match the name on the URL (web)"
+        r = c.patch(f"{ROLLOUTS}/web", json={"metadata": {"namespace": "other"}}, headers=MERGE)
+        assert r.status_code == 400 and "does not match the namespace" in r.json()["message"]
+        assert c.patch(f"{ROLLOUTS}/web", json={"kind": "Deployment"}, headers=MERGE).status_code == 400
+        r = c.patch(f"{ROLLOUTS}/web", json={"metadata": {"uid": "forged", "creationTimestamp": None}}, headers=MERGE)
+        assert r.status_code == 200 and r.json()["metadata"]["uid"] == "uid-web"
+        assert r.json()["metadata"]["resourceVersion"] == "123"  # nothing changed: no new resourceVersion
+        rv = wapi.resource_version
+        r = c.patch(f"{ROLLOUTS}/web", json={"spec": {"replicas": 3}}, headers=MERGE)
+        assert r.json()["metadata"]["resourceVersion"] == "123" and wapi.resource_version == rv
+        r = c.patch(f"{ROLLOUTS}/web", json={"status": {"phase": "Healthy"}}, headers=MERGE)
+        assert r.json()["metadata"]["generation"] == 4  # a status change does not bump the generation
+        assert c.patch(ROLLOUTS, json={}, headers=MERGE).status_code == 405
+        assert c.patch(f"{ROLLOUTS}/web/status", json={}, headers=MERGE).status_code == 404
+        assert c.put(f"{ROLLOUTS}/web", json=rollout("web")).status_code == 405
+        assert c.delete(f"{ROLLOUTS}/web").status_code == 405
+        r = c.patch(f"{ROLLOUTS}/web", params={"dryRun": "All"}, json={"spec": {"paused": True}}, headers=MERGE)
+        assert r.status_code == 200 and r.json()["spec"]["paused"] is True
+        assert "paused" not in c.get(f"{ROLLOUTS}/web").json()["spec"]
+        assert c.patch(f"{ROLLOUTS}/web", params={"dryRun": "yes"}, json={}, headers=MERGE).status_code == 400
+
+
+def test_write_expires_continue_tokens(wapi: FakeApiServer) -> None:
+    """A write is a change like any other: older continue tokens answer 410 Expired."""
+    with client(wapi) as c:
+        first = c.get(ROLLOUTS, params={"limit": 1}).json()
+        assert c.patch(f"{ROLLOUTS}/web", json={"spec": {"paused": True}}, headers=MERGE).status_code == 200
+        r = c.get(ROLLOUTS, params={"limit": 1, "continue": first["metadata"]["continue"]})
+        assert r.status_code == 410 and r.json()["reason"] == "Expired"
+        assert first["metadata"]["resourceVersion"] != c.get(ROLLOUTS).json()["metadata"]["resourceVersion"]
+
+
+def test_create_events(wapi: FakeApiServer) -> None:
+    """POST core/v1 and events.k8s.io/v1 Events: names, duplicates, namespaces, validation, dry run."""
+    with client(wapi) as c:
+        r = c.post(EVENTS, json=restart_event("web.1879f3a2c1d0e5b7"))
+        assert r.status_code == 201 and r.json()["metadata"]["name"] == "web.1879f3a2c1d0e5b7"
+        r = c.post(EVENTS, json=restart_event("web.1879f3a2c1d0e5b7"))
+        assert r.status_code == 409
+        assert (r.json()["reason"], r.json()["message"]) == ("AlreadyExists",
+                                                             'events "web.1879f3a2c1d0e5b7" already exists')
+        assert r.json()["details"] == {"name": "web.1879f3a2c1d0e5b7", "kind": "events"}
+        names = {c.post(EVENTS, json=restart_event()).json()["metadata"]["name"] for _ in range(5)}
+        assert len(names) == 5
+        no_meta = {k: v for k, v in restart_event().items() if k not in ("apiVersion", "kind", "metadata")}
+        r = c.post(EVENTS, json={**no_meta, "metadata": {"name": "bare"}})  # kind and apiVersion from the path
+        assert r.status_code == 201 and (r.json()["kind"], r.json()["metadata"]["namespace"]) == ("Event", "shop")
+
+        r = c.post("/api/v1/namespaces/other/events", json=restart_event("x"))
+        assert r.status_code == 400 and "does not match the namespace" in r.json()["message"]
+        wrong = restart_event("y")
+        wrong["metadata"]["namespace"] = "other"
+        wrong["involvedObject"]["namespace"] = "elsewhere"
+        r = c.post("/api/v1/namespaces/other/events", json=wrong)
+        assert r.status_code == 422 and r.json()["reason"] == "Invalid"
+        assert r.json()["message"] == ('Event "y" is invalid: involvedObject.namespace: Invalid value: "elsewhere": '
+                                       "does not match event.namespace")
+        r = c.post(EVENTS, json={"apiVersion": "v1", "kind": "Event", "metadata": {}})
+        assert r.status_code == 422 and "name or generateName is required" in r.json()["message"]
+        assert c.post(EVENTS, json={**restart_event("z"), "apiVersion": "events.k8s.io/v1"}).status_code == 400
+        assert c.post(EVENTS, json={**restart_event("z"), "metadata": {"name": "z", "resourceVersion": "5"}}
+                      ).status_code == 400
+        assert c.post(EVENTS, content=b"[1]", headers={"Content-Type": "application/json"}).status_code == 400
+        assert c.post("/api/v1/events", json=restart_event("all")).status_code == 405
+        assert c.post(f"{EVENTS}/named", json=restart_event("named")).status_code == 405
+        r = c.post(EVENTS, params={"dryRun": "All"}, json=restart_event("dry"))
+        assert r.status_code == 201 and c.get(f"{EVENTS}/dry").status_code == 404
+
+        new = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "web.new", "namespace": "shop"},
+               "eventTime": "2026-11-23T10:00:00.000000Z", "reason": "ArgoDoctorRestart", "action": "Restart",
+               "reportingController": "argo-doctor", "reportingInstance": "argo-doctor-0", "type": "Normal",
+               "regarding": {"kind": "Rollout", "namespace": "shop", "name": "web"}, "note": "restarted"}
+        r = c.post("/apis/events.k8s.io/v1/namespaces/shop/events", json=new)
+        assert r.status_code == 201 and r.json()["apiVersion"] == "events.k8s.io/v1"
+        items = c.get("/apis/events.k8s.io/v1/namespaces/shop/events").json()["items"]
+        assert [i["metadata"]["name"] for i in items] == ["web.new"]
+        core = c.get(EVENTS, params={"fieldSelector": "reason=ArgoDoctorRestart"}).json()["items"]
+        assert len(core) == 7 and "web.new" not in {i["metadata"]["name"] for i in core}
+
+        r = c.post("/api/v1/namespaces/shop/configmaps", content=b"apiVersion: v1\nkind: ConfigMap\n"
+                   b"metadata: {name: from-yaml}\ndata: {a: b}\n", headers={"Content-Type": "application/yaml"})
+        assert r.status_code == 201 and r.json()["data"] == {"a": "b"}
+        assert c.post("/api/v1/namespaces/shop/configmaps", content=b"x",
+                      headers={"Content-Type": "text/plain"}).status_code == 415
+        r = c.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}})
+        assert r.status_code == 201 and "namespace" not in r.json()["metadata"]
+        r = c.post("/apis/argoproj.io/v1alpha1/namespaces/shop/rollouts",
+                   json={"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": {"name": "new"}})
+        assert r.status_code == 201 and r.json()["metadata"]["generation"] == 1
+    assert wapi.get_object("ConfigMap", "from-yaml", "shop")["data"] == {"a": "b"}
+
+
+def test_write_faults(wapi: FakeApiServer) -> None:
+    """Faults filtered by method: a 409 once on the PATCH (GETs of the same path unaffected), a reset on the POST,
+    a hang on the PATCH after which the write still lands."""
+    conflict = wapi.fault(r"/rollouts/web$", "status", status=409, method="patch")
+    with client(wapi) as c:
+        assert c.get(f"{ROLLOUTS}/web").status_code == 200 and conflict.fired == 0
+        r = c.patch(f"{ROLLOUTS}/web", json=RESTART, headers=MERGE)
+        assert r.status_code == 409 and r.json()["reason"] == "Conflict"
+        assert r.json()["message"].startswith('Operation cannot be fulfilled on rollouts.argoproj.io "web"')
+        assert r.json()["details"] == {"name": "web", "group": "argoproj.io", "kind": "rollouts"}
+        assert "restartAt" not in c.get(f"{ROLLOUTS}/web").json()["spec"]
+        assert c.patch(f"{ROLLOUTS}/web", json=RESTART, headers=MERGE).status_code == 200
+
+        wapi.fault(r"/events$", "reset", method="POST")
+        with pytest.raises(httpx.TransportError):
+            c.post(EVENTS, json=restart_event("lost"))
+        assert c.get(f"{EVENTS}/lost").status_code == 404
+        assert c.post(EVENTS, json=restart_event("kept")).status_code == 201
+
+    wapi.fault(r"/rollouts/api$", "hang", seconds=0.6, method="PATCH")
+    with client(wapi, timeout=0.2) as c, pytest.raises(httpx.ReadTimeout):
+        c.patch(f"{ROLLOUTS}/api", json={"spec": {"paused": True}}, headers=MERGE)
+    with client(wapi) as c:
+        deadline = time.monotonic() + 5
+        while "paused" not in c.get(f"{ROLLOUTS}/api").json()["spec"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert len(wapi.requests_matching(r"/rollouts/api$", method="PATCH")) == 1
+
+
+def test_on_write_simulates_the_controller(wapi: FakeApiServer) -> None:
+    """A callback answers a restart as the Rollouts controller would, after a delay, through set_status."""
+    seen: list[tuple[str, str, str]] = []
+
+    def controller(method: str, path: str, obj: dict[str, Any]) -> None:
+        seen.append((method, path, obj["metadata"]["resourceVersion"]))
+        restart_at = obj.get("spec", {}).get("restartAt")
+        if obj["kind"] == "Rollout" and restart_at:
+            status = {**obj["status"], "restartedAt": restart_at, "phase": "Progressing"}
+            timer = threading.Timer(0.1, wapi.set_status, ("Rollout", obj["metadata"]["name"], "shop", status))
+            timer.start()
+
+    wapi.on_write(controller)
+    with client(wapi) as c:
+        r = c.patch(f"{ROLLOUTS}/web", json=RESTART, headers=MERGE)
+        assert r.status_code == 200 and "restartedAt" not in r.json()["status"]  # the answer is the write itself
+        rv = r.json()["metadata"]["resourceVersion"]
+        assert seen == [("PATCH", f"{ROLLOUTS}/web", rv)]
+        deadline = time.monotonic() + 5
+        while (status := c.get(f"{ROLLOUTS}/web").json()["status"]).get("restartedAt") is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert status == {"phase": "Progressing", "currentPodHash": "6d4b9", "restartedAt": "2026-11-23T10:00:00Z"}
+        assert int(c.get(f"{ROLLOUTS}/web").json()["metadata"]["resourceVersion"]) == int(rv) + 1
+        assert c.post(EVENTS, json=restart_event("e1")).status_code == 201
+        assert [s[:2] for s in seen] == [("PATCH", f"{ROLLOUTS}/web"), ("POST", EVENTS)]
+        assert c.patch(f"{ROLLOUTS}/web", json=RESTART, headers=MERGE).status_code == 409  # stale now
+        assert len(seen) == 2  # failed writes call nothing
+
+    def broken(method: str, path: str, obj: dict[str, Any]) -> None:
+        raise RuntimeError("boom")
+
+    wapi.on_write(broken)
+    with client(wapi) as c:
+        assert c.post(EVENTS, json=restart_event("e2")).status_code == 201
+    assert len(wapi.errors) == 1 and "boom" in wapi.errors[0]
+    wapi.errors.clear()
+    assert wapi.set_status("Rollout", "web", "shop", None)["metadata"]["name"] == "web"
+    assert "status" not in wapi.get_object("Rollout", "web", "shop")
+    with pytest.raises(KeyError):
+        wapi.set_status("Rollout", "nope", "shop", {})
+
+
+def test_concurrent_patches_one_wins(wapi: FakeApiServer) -> None:
+    """Two PATCHes with the same resourceVersion at once, many times: always exactly one 200 and one 409."""
+    clients = [client(wapi), client(wapi)]
+    try:
+        for c in clients:
+            assert c.get("/version").status_code == 200  # open the keep-alive connections first
+        for i in range(100):
+            rv = wapi.get_object("Rollout", "web", "shop")["metadata"]["resourceVersion"]
+            barrier = threading.Barrier(2)
+            codes: list[int] = []
+
+            def fire(c: httpx.Client, k: int, rv: str = rv, barrier: threading.Barrier = barrier,
+                     codes: list[int] = codes, i: int = i) -> None:
+                body = {"metadata": {"resourceVersion": rv}, "spec": {"restartAt": f"2026-11-23T10:{i % 60:02d}:0{k}Z"}}
+                barrier.wait()
+                codes.append(c.patch(f"{ROLLOUTS}/web", json=body, headers=MERGE).status_code)
+
+            threads = [threading.Thread(target=fire, args=(c, k)) for k, c in enumerate(clients)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(10)
+            assert sorted(codes) == [200, 409], (i, codes)
+    finally:
+        for c in clients:
+            c.close()
+    assert int(wapi.get_object("Rollout", "web", "shop")["metadata"]["resourceVersion"]) > 123
+    assert len(wapi.requests_matching(r"/rollouts/web$", method="PATCH")) == 200
+
+
+def test_chunked_body_recorded(wapi: FakeApiServer) -> None:
+    """A chunked request body is read whole and recorded de-chunked; the connection stays usable."""
+    conn = http.client.HTTPConnection("127.0.0.1", wapi.port, timeout=5)
+    headers = {"Authorization": f"Bearer {wapi.token}", "Content-Type": "application/merge-patch+json",
+               "Transfer-Encoding": "chunked"}
+    try:
+        chunks = iter([b'{"spec":', b'{"restartAt":"2026-11-23T10:00:00Z"}}'])
+        conn.request("PATCH", f"{ROLLOUTS}/web", body=chunks, headers=headers, encode_chunked=True)
+        response = conn.getresponse()
+        assert response.status == 200 and json.loads(response.read())["spec"]["restartAt"]
+        conn.request("GET", "/version", headers={"Authorization": f"Bearer {wapi.token}"})
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
+    (request,) = wapi.requests_matching("/rollouts/web", method="PATCH")
+    assert request.json() == {"spec": {"restartAt": "2026-11-23T10:00:00Z"}}
