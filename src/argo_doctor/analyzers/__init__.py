@@ -120,6 +120,8 @@ def all_analyzers() -> list[type[Analyzer]]:
         helm_nondeterministic_render,
         node_clock_skew,
         replica_error_divergence,
+        rollout_degraded,
+        rollout_stuck_degraded,
         sync_failed,
         webhook_blast_radius,
         webhook_ca_mismatch,
@@ -136,5 +138,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         webhook_ca_mismatch.WebhookCaMismatch,
         app_unhealthy.AppUnhealthy,
         sync_failed.SyncFailed,
+        rollout_stuck_degraded.RolloutStuckDegraded,
+        rollout_degraded.RolloutDegraded,
         collector_permission_missing.CollectorPermissionMissing,
     ]

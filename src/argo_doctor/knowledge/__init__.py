@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -95,3 +95,78 @@ def sync_error_advice() -> tuple[SyncErrorAdvice, ...]:
 def known_kinds() -> frozenset[tuple[str, str]]:
     """(group, kind) of every kind known without a CRD: built-in Kubernetes and the Argo projects."""
     return frozenset((str(row["group"]), kind) for row in load_rows("kinds.yaml") for kind in row["kinds"])
+
+
+Version = tuple[int, int, int]
+_VERSION = re.compile(r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]*)?")
+_COMPARATOR = re.compile(r"(<=|>=|<|>|==|=)?\s*(\S+)")
+
+
+def parse_version(text: str | None) -> Version | None:
+    """`v1.7.1`, `1.7`, `v1.8.0-rc1` → (1, 7, 1), (1, 7, 0), (1, 8, 0); None for anything else (`latest`, a
+    digest). Pre-release and build suffixes are ignored."""
+    found = _VERSION.fullmatch(str(text or "").strip())
+    if found is None:
+        return None
+    return int(found.group(1)), int(found.group(2) or 0), int(found.group(3) or 0)
+
+
+def in_range(version: Version, affected: str) -> bool:
+    """Whether `version` is inside `affected`: comparators separated by spaces or commas, all of which must hold
+    (`>=1.7.0 <1.8.0`); an empty range or `*` holds for every version. ValueError for a malformed range."""
+    for part in affected.replace(",", " ").split():
+        if part == "*":
+            continue
+        found = _COMPARATOR.fullmatch(part)
+        bound = parse_version(found.group(2)) if found else None
+        if found is None or bound is None:
+            raise ValueError(f"malformed version range {affected!r}")
+        operator = found.group(1) or "=="
+        holds = {"<": version < bound, "<=": version <= bound, ">": version > bound, ">=": version >= bound,
+                 "==": version == bound, "=": version == bound}[operator]
+        if not holds:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """An upstream bug with a symptom a rule recognises. `confirmed` is True when the installed version is known
+    and inside `affected`, False when the version is unknown (the row may or may not apply)."""
+
+    id: str
+    component: str
+    affected: str
+    symptom: str
+    title: str
+    issue: str
+    fixed: str | None
+    source: str
+    confirmed: bool = True
+
+    @property
+    def number(self) -> str:
+        """`#3843`: the issue number as upstream writes it."""
+        return "#" + self.issue.rstrip("/").rsplit("/", 1)[-1]
+
+
+@cache
+def _known_bug_rows() -> tuple[KnownBug, ...]:
+    rows = []
+    for row in load_rows("known_bugs.yaml"):
+        bug = KnownBug(id=str(row["id"]), component=str(row["component"]), affected=str(row.get("affected") or ""),
+                       symptom=str(row["symptom"]), title=str(row.get("title") or ""), issue=str(row["issue"]),
+                       fixed=str(row["fixed"]) if row.get("fixed") else None, source=str(row["source"]))
+        in_range((0, 0, 0), bug.affected)  # refuse a malformed range when the file is read, not when a rule asks
+        rows.append(bug)
+    return tuple(rows)
+
+
+def known_bugs(component: str, symptom: str, version: str | None) -> list[KnownBug]:
+    """The upstream bugs of `component` with `symptom` that affect `version`, in file order. When the version is
+    unknown (None, `latest`, a digest), every row of that component and symptom, with `confirmed=False`."""
+    parsed = parse_version(version)
+    rows = [b for b in _known_bug_rows() if b.component == component and b.symptom == symptom]
+    if parsed is None:
+        return [replace(b, confirmed=False) for b in rows]
+    return [b for b in rows if in_range(parsed, b.affected)]
