@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -24,10 +25,19 @@ from argo_doctor.engine import health_assessor, needs_for, parse_options, run_sc
 from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.github import app as github_app
 from argo_doctor.model import Needs, Problem, Severity
+from argo_doctor.remediate.kube import KubeClient
+from argo_doctor.remediate.notifications import URL_HELP, notifications_config
+from argo_doctor.remediate.policy import Policy, load_policy
+from argo_doctor.remediate.restarter import Restarter
+from argo_doctor.remediate.service import Auth, create_app, parse_listen
+from argo_doctor.remediate.service import run as run_service
+from argo_doctor.remediate.store import open_store, parse_age
 from argo_doctor.report import REPORTERS
+from argo_doctor.report import audit as audit_report
 from argo_doctor.report import deprecations as deprecations_report
 from argo_doctor.report import github as github_report
 from argo_doctor.report import helm as helm_report
+from argo_doctor.report import remediate as remediate_report
 from argo_doctor.report.columns import columns
 from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
 from argo_doctor.snapshot import Snapshot
@@ -572,6 +582,168 @@ def github_app_check(
         sys.exit(EXIT_USAGE)
     if result.status != 201:
         sys.exit(EXIT_FINDINGS)
+
+
+def _kube_options(func: F) -> F:
+    """--kubeconfig and --context, for the commands that write through `remediate`."""
+    func = click.option("--context", help="Kubeconfig context (default: the current one).")(func)
+    return click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                        help="Kubeconfig file (default: in-cluster configuration in a pod, else $KUBECONFIG or "
+                             "~/.kube/config).")(func)
+
+
+def _instance() -> str:
+    """Who decides, for the audit trail: the pod name in a pod, else the host name."""
+    return os.environ.get("POD_NAME") or socket.gethostname()
+
+
+@main.group("fix")
+def fix_group() -> None:
+    """Fix what is safe to fix, deciding with the rules that `scan` explains with (dry run unless --apply)."""
+
+
+@fix_group.command("rollout-restart")
+@click.option("-n", "--namespace", required=True, help="The namespace of the Rollouts.")
+@click.option("--app", help="Only the Rollouts of this Argo CD Application: NAME or APP-NAMESPACE/NAME "
+                            "(default namespace argocd).")
+@click.option("--name", help="Only this Rollout.")
+@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A policy file as `serve` takes (allow-lists, cooldown, cap, single replicas); its dryRun is "
+                   "ignored here: only --apply writes. Default: this namespace, 15m cooldown, no single replica.")
+@click.option("--apply", is_flag=True, help="Send the patches (default: only print them).")
+@click.option("--audit-db", help="Record the decisions in this audit store, and take its cooldowns into account "
+                                 "(sqlite:///ABS/PATH, a path, or postgresql://...).")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_kube_options
+def fix_rollout_restart(namespace: str, app: str | None, name: str | None, policy_file: Path | None, apply: bool,
+                        audit_db: str | None, output: str, kubeconfig: Path | None, context: str | None) -> None:
+    """Restart the Rollouts that rollout-stuck-degraded finds stuck: Degraded for ProgressDeadlineExceeded while
+    every pod of the current ReplicaSet is ready. Others are never restarted; each decision says why. The patch
+    is `kubectl argo rollouts restart`'s, guarded by the Rollout's resourceVersion.
+
+    Exit status: 0 when every decision was carried out (or only printed), 1 when a patch failed, 2 for bad options
+    or an unreachable cluster.
+    """
+    with _errors_to_exit():
+        rules_policy = load_policy(policy_file) if policy_file else Policy(namespaces=(namespace,),
+                                                                           applications=("*",), source="default")
+        target = None
+        if app:
+            app_ns, _, app_name = app.rpartition("/")
+            target = (app_ns or "argocd", app_name)
+        store = open_store(audit_db) if audit_db else None
+        client = KubeClient.connect(kubeconfig, context)
+        try:
+            restarter = Restarter(client, rules_policy, store, source="fix", instance=_instance(), dry_run=not apply)
+            result = restarter.rollouts(namespace, app=target, name=name)
+        finally:
+            client.close()
+            if store is not None:
+                store.close()
+    if output == "json":
+        click.echo(encode(remediate_report.decisions_json(result, apply)))
+    else:
+        click.echo(remediate_report.decisions_text(result, apply))
+    if any(o.action == "failed" for o in result.outcomes):
+        sys.exit(EXIT_FINDINGS)
+
+
+MIN_SECRET_BYTES = 16
+
+
+def _secret_file(path: Path | None, what: str) -> bytes | None:
+    """A token or key from a file, without surrounding whitespace; a placeholder or a short one is refused."""
+    if path is None:
+        return None
+    try:
+        value = path.read_bytes().strip()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if len(value) < MIN_SECRET_BYTES or b"REPLACE-ME" in value:
+        raise ConfigError(f"{path}: the {what} must be a random value of at least {MIN_SECRET_BYTES} bytes, not a "
+                          "placeholder (e.g. `openssl rand -hex 32`)")
+    return value
+
+
+def _reachable(client: KubeClient) -> None:
+    """The readiness probe's API check: GET /version answers."""
+    client.get("/version")
+
+
+@main.command()
+@click.option("--listen", default="0.0.0.0:8080", show_default=True, help="HOST:PORT to listen on.")
+@click.option("--policy", "policy_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The policy file: dryRun, allow.namespaces, allow.applications, cooldown, maxRestartsPerHour, "
+                   "allowSingleReplica.")
+@click.option("--audit-db", required=True, envvar="ARGO_DOCTOR_AUDIT_DB",
+              help="sqlite:///ABS/PATH (or a path), or postgresql://... for replicas sharing one store (env "
+                   "ARGO_DOCTOR_AUDIT_DB keeps a password off the command line).")
+@click.option("--token-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="File holding the bearer token callers send as `Authorization: Bearer <token>`.")
+@click.option("--hmac-secret-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="File holding the key of `X-Argo-Doctor-Signature: sha256=<hex HMAC-SHA256 of the body>`.")
+@click.option("--insecure-no-auth", is_flag=True, help="Accept unauthenticated notifications (tests only).")
+@_kube_options
+def serve(listen: str, policy_file: Path, audit_db: str, token_file: Path | None, hmac_secret_file: Path | None,
+          insecure_no_auth: bool, kubeconfig: Path | None, context: str | None) -> None:
+    """Receive Argo CD Notifications webhooks (POST /v1/notifications/argocd) and restart the Rollouts of the
+    notified Application that are stuck Degraded, within the policy, with an audit trail. `notifications-config`
+    prints the matching Argo CD configuration.
+
+    Exit status: 0 after SIGTERM (requests in flight are finished), 2 for bad options or an unusable store.
+    """
+    with _errors_to_exit():
+        auth = Auth(_secret_file(token_file, "token"), _secret_file(hmac_secret_file, "HMAC secret"))
+        if auth.open and not insecure_no_auth:
+            raise ConfigError("refusing to serve without authentication: give --token-file or --hmac-secret-file "
+                              "(or --insecure-no-auth for a test)")
+        rules_policy = load_policy(policy_file)
+        parse_listen(listen)
+        store = open_store(audit_db)
+        client = KubeClient.connect(kubeconfig, context)
+        try:
+            restarter = Restarter(client, rules_policy, store, source="serve", instance=_instance())
+            app = create_app(restarter, store, auth, api_ready=lambda: _reachable(client))
+            run_service(app, listen)
+        finally:
+            client.close()
+            store.close()
+
+
+@main.command("audit")
+@click.option("--audit-db", required=True, envvar="ARGO_DOCTOR_AUDIT_DB",
+              help="The audit store: sqlite:///ABS/PATH (or a path), or postgresql://... (env ARGO_DOCTOR_AUDIT_DB).")
+@click.option("--since", default="24h", show_default=True, help="Only decisions this recent (90m, 24h, 7d).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many decisions, newest first.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def audit_command(audit_db: str, since: str, limit: int | None, output: str) -> None:
+    """Show the decisions of `serve` and `fix --apply`, newest first: what was notified, the verdict, the policy
+    outcome, the patch and the API's answer (-o json has every field).
+
+    Exit status: 0, or 2 for bad options or an unreachable store.
+    """
+    with _errors_to_exit():
+        store = open_store(audit_db, writable=False)
+        try:
+            entries = store.entries(since=datetime.now(UTC) - parse_age(since), limit=limit)
+        finally:
+            store.close()
+    click.echo(audit_report.render(entries, output))
+
+
+@main.command("notifications-config")
+@click.option("--url", required=True, help=URL_HELP)
+@click.option("--argocd-namespace", default="argocd", show_default=True,
+              help="Where Argo CD and its notifications controller run.")
+def notifications_config_command(url: str, argocd_namespace: str) -> None:
+    """Print the Argo CD Notifications configuration that calls `argo-doctor serve` when an Application turns
+    Degraded: the argocd-notifications-cm entries (webhook service, template, trigger), the token key of
+    argocd-notifications-secret (a placeholder) and the subscription annotation for Applications.
+
+    Exit status: 0, or 2 for a bad URL.
+    """
+    with _errors_to_exit():
+        click.echo(notifications_config(url, namespace=argocd_namespace), nl=False)
 
 
 class _errors_to_exit:

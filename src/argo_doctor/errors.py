@@ -16,3 +16,8 @@ class InputError(ArgoDoctorError):
 
 class ConfigError(ArgoDoctorError):
     """An option or configuration value is invalid."""
+
+
+class StoreError(ArgoDoctorError):
+    """The audit store cannot be opened, read or written; the message is one line naming the store (never its
+    password)."""

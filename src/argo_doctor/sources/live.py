@@ -196,9 +196,15 @@ def _status_reason(response: httpx2.Response) -> str:
 
 def connect(kubeconfig: Path | None = None, context: str | None = None, *, timeout: float = TIMEOUT,
             service_account: Path = SERVICE_ACCOUNT) -> ReadOnlyClient:
-    """A read-only client for the cluster of `--kubeconfig`/`--context`, as kubectl chooses it: the given file,
-    else the files of `$KUBECONFIG` (the first that has the context), else `~/.kube/config`, else the in-cluster
-    service account when running in a pod."""
+    """A read-only client for the cluster of `--kubeconfig`/`--context` (see `http_client`)."""
+    return ReadOnlyClient(*http_client(kubeconfig, context, timeout=timeout, service_account=service_account))
+
+
+def http_client(kubeconfig: Path | None = None, context: str | None = None, *, timeout: float = TIMEOUT,
+                service_account: Path = SERVICE_ACCOUNT) -> tuple[httpx2.Client, str]:
+    """An HTTP client and the server URL for the cluster of `--kubeconfig`/`--context`, as kubectl chooses it: the
+    given file, else the files of `$KUBECONFIG` (the first that has the context), else `~/.kube/config`, else the
+    in-cluster service account when running in a pod. `connect` wraps it read-only; only `remediate` writes."""
     if kubeconfig is not None:
         candidates = [kubeconfig]
     else:
@@ -229,7 +235,7 @@ def connect(kubeconfig: Path | None = None, context: str | None = None, *, timeo
         http = adapter_client(single, ConnectionParams(timeout=httpx2.Timeout(timeout)))
     except (LightkubeConfigError, OSError, KeyError, ValueError, TypeError, AttributeError, AssertionError) as exc:
         raise ConfigError(f"cannot use the cluster configuration: {_one_line(exc)}") from None
-    return ReadOnlyClient(http, single.cluster.server)
+    return http, single.cluster.server
 
 
 def _one_line(exc: BaseException) -> str:

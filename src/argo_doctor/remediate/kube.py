@@ -1,0 +1,129 @@
+"""The remediation's Kubernetes client: the few reads it decides from and the two writes it may send.
+
+It is the only writing client of argo-doctor, used by `fix --apply` and `serve` and nothing else. It shares the
+kubeconfig handling of the live source (`sources.live.http_client`) and keeps its own short timeouts, because a
+webhook must be answered within the request. Reads are retried once on a dropped connection; writes are not
+retried here: a restart patch carries the Rollout's resourceVersion, so the caller re-decides on a fresh read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+import msgspec
+
+from argo_doctor.sources.live import ApiError, http_client
+
+TIMEOUT = 5.0
+ROLLOUTS = "/apis/argoproj.io/v1alpha1"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class KubeError(ApiError):
+    """A request that failed; `retryable` when trying again later could help (no answer, 429, 5xx)."""
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the API was unreachable or overloaded, rather than refusing."""
+        return self.status is None or self.status == 429 or self.status >= 500
+
+
+class KubeClient:
+    """GET, merge-PATCH and POST against one API server, JSON in and out."""
+
+    def __init__(self, http: httpx2.Client, server: str) -> None:
+        self._http = http
+        self.server = server
+
+    @classmethod
+    def connect(cls, kubeconfig: Path | None = None, context: str | None = None,
+                timeout: float = TIMEOUT) -> KubeClient:
+        """A client for the cluster of `--kubeconfig`/`--context`, chosen as kubectl chooses it."""
+        return cls(*http_client(kubeconfig, context, timeout=timeout))
+
+    def get(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        """One object or list; a dropped connection is retried once."""
+        for attempt in (1, 2):
+            try:
+                return self._send("GET", path, params=params)
+            except KubeError as exc:
+                if exc.status is not None or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386); sent once."""
+        return self._send("PATCH", path, body=body, content_type=MERGE_PATCH)
+
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A POST creating one object; sent once."""
+        return self._send("POST", path, body=body, content_type="application/json")
+
+    def _send(self, method: str, path: str, *, params: dict[str, str] | None = None,
+              body: dict[str, Any] | None = None, content_type: str | None = None) -> dict[str, Any]:
+        shown = f"{method} {path}"
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        content = msgspec.json.encode(body) if body is not None else None
+        try:
+            response = self._http.request(method, path, params=params, content=content, headers=headers)
+        except httpx2.TimeoutException:
+            raise KubeError(shown, None, f"no answer within {TIMEOUT:.0f} s") from None
+        except (httpx2.TransportError, httpx2.DecodingError) as exc:
+            raise KubeError(shown, None, f"connection failed: {exc or type(exc).__name__}") from None
+        if response.status_code >= 400:
+            raise KubeError(shown, response.status_code, _reason(response))
+        try:
+            doc = msgspec.json.decode(response.content)
+        except msgspec.DecodeError:
+            raise KubeError(shown, response.status_code, "answered something that is not JSON") from None
+        if not isinstance(doc, dict):
+            raise KubeError(shown, response.status_code, "answered JSON that is not an object")
+        return doc
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+
+def _reason(response: httpx2.Response) -> str:
+    """`409 Conflict: <the Status message>`."""
+    message = ""
+    try:
+        doc = msgspec.json.decode(response.content)
+        if isinstance(doc, dict):
+            message = str(doc.get("message") or "")
+    except msgspec.DecodeError:
+        message = ""
+    head = f"{response.status_code} {response.reason_phrase}".strip()
+    return f"{head}: {message[:300]}" if message else head
+
+
+def rollout_path(namespace: str, name: str | None = None) -> str:
+    """The API path of a Rollout, or of the Rollouts of a namespace."""
+    base = f"{ROLLOUTS}/namespaces/{quote(namespace, safe='')}/rollouts"
+    return f"{base}/{quote(name, safe='')}" if name else base
+
+
+def application_path(namespace: str, name: str) -> str:
+    """The API path of an Argo CD Application."""
+    return f"{ROLLOUTS}/namespaces/{quote(namespace, safe='')}/applications/{quote(name, safe='')}"
+
+
+def related_paths(namespace: str) -> dict[str, str]:
+    """The lists a Rollout's verdict reads: its ReplicaSets, Pods and AnalysisRuns."""
+    ns = quote(namespace, safe="")
+    return {
+        "replicasets": f"/apis/apps/v1/namespaces/{ns}/replicasets",
+        "pods": f"/api/v1/namespaces/{ns}/pods",
+        "analysisruns": f"{ROLLOUTS}/namespaces/{ns}/analysisruns",
+    }
+
+
+def events_path(namespace: str) -> str:
+    """Where core/v1 Events of a namespace are created."""
+    return f"/api/v1/namespaces/{quote(namespace, safe='')}/events"

@@ -1,0 +1,78 @@
+"""`argo-doctor fix rollout-restart`: the service's decision, printed; only --apply writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from argo_doctor.cli import main
+from tests.live.fakeapi import FakeApiServer
+
+
+def fix(kubeconfig: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["fix", "rollout-restart", "--kubeconfig", str(kubeconfig), *args])
+    return result.exit_code, result.output
+
+
+def test_dry_run_prints_each_decision_and_the_patch(api: FakeApiServer, kubeconfig: Path) -> None:
+    code, out = fix(kubeconfig, "-n", "apps")
+    assert code == 0, out
+    assert out.startswith("dry run: nothing is written without --apply")
+    assert "apps/checkout: dry-run: would restart: " in out
+    assert "kubectl argo rollouts restart checkout -n apps" in out
+    assert "apps/payments: skipped: degraded" in out and "never restarted" in out
+    assert "apps/solo: skipped: 1 replica" in out
+    assert [r for r in api.requests if r.method != "GET"] == []
+
+
+def test_apply_restarts_the_stuck_rollout_once(api: FakeApiServer, kubeconfig: Path, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'audit.db'}"
+    code, out = fix(kubeconfig, "-n", "apps", "--apply", "--audit-db", db, "-o", "json")
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["applied"] is True
+    actions = {d["rollout"]: d["action"] for d in doc["decisions"]}
+    assert actions == {"apps/catalog": "skipped", "apps/checkout": "restarted", "apps/payments": "skipped",
+                       "apps/solo": "skipped"}
+    assert [r.path for r in api.requests if r.method == "PATCH"] == [
+        "/apis/argoproj.io/v1alpha1/namespaces/apps/rollouts/checkout"]
+    code, again = fix(kubeconfig, "-n", "apps", "--apply", "--audit-db", db)
+    assert "apps/checkout: skipped: a restart is already pending" in again
+    audit = CliRunner().invoke(main, ["audit", "--audit-db", db, "-o", "json"])
+    assert audit.exit_code == 0, audit.output
+
+
+def test_by_application_and_by_name_with_a_policy(api: FakeApiServer, kubeconfig: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(yaml.safe_dump({"allow": {"namespaces": ["apps"], "applications": ["argocd/*"]},
+                                      "allowSingleReplica": True}))
+    code, out = fix(kubeconfig, "-n", "apps", "--app", "argocd/shop", "--policy", str(policy))
+    assert code == 0 and "apps/solo: dry-run" in out
+    code, out = fix(kubeconfig, "-n", "apps", "--name", "payments")
+    assert [line.split(":")[0] for line in out.splitlines()[1:] if line.startswith("apps/")] == ["apps/payments"]
+
+
+def test_a_namespace_outside_the_policy_is_not_read(api: FakeApiServer, kubeconfig: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("allow:\n  namespaces: [prod]\n")
+    code, out = fix(kubeconfig, "-n", "apps", "--policy", str(policy))
+    assert code == 0 and "not in the policy's allow.namespaces" in out
+    assert api.requests == []
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("cooldown: soon\n", "cooldown 'soon' is not a Go duration"),
+    ("allow: [apps]\n", "allow takes namespaces and applications"),
+    ("dryrun: true\n", "unknown policy key 'dryrun'"),
+    ("maxRestartsPerHour: -1\n", "maxRestartsPerHour must be a whole number"),
+    ("a: [\n", "policy.yaml:"),
+])
+def test_bad_policies_are_one_line(kubeconfig: Path, tmp_path: Path, text: str, words: str) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(text)
+    code, out = fix(kubeconfig, "-n", "apps", "--policy", str(policy))
+    assert code == 2 and words in out and len(out.strip().splitlines()) == 1

@@ -1,0 +1,311 @@
+"""The webhook receiver end to end: a notification in, against the in-process fake API; patches, Events and the
+audit trail out. Each test runs on SQLite and, where several instances share it, on a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from argo_doctor.remediate.kube import KubeClient
+from argo_doctor.remediate.policy import parse_policy
+from argo_doctor.remediate.restarter import Notification, Restarter
+from argo_doctor.remediate.service import Auth, create_app
+from argo_doctor.remediate.store import open_store
+from tests.live.fakeapi import FakeApiServer
+from tests.remediate import cluster
+from tests.remediate.cluster import installation
+
+TOKEN = "t0ken-for-notifications-4e1f9a"
+SECRET = b"hmac-key-2b7c"
+ROLLOUTS = "/apis/argoproj.io/v1alpha1/namespaces/apps/rollouts"
+POLICY = {"dryRun": False, "allow": {"namespaces": ["apps"], "applications": ["argocd/*"]}, "cooldown": "15m",
+          "allowSingleReplica": False}
+
+
+class Clock:
+    """A settable clock for the decisions."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Service:
+    """One instance of the service: its restarter, store and a test client."""
+
+    def __init__(self, kubeconfig: Path, store_url: str, policy: dict[str, Any], clock: Clock,
+                 instance: str = "argo-doctor-0") -> None:
+        self.kube = KubeClient.connect(kubeconfig)
+        self.store = open_store(store_url)
+        self.restarter = Restarter(self.kube, parse_policy(policy, "test-policy"), self.store, source="serve",
+                                   instance=instance, clock=clock)
+        app = create_app(self.restarter, self.store, Auth(TOKEN.encode(), SECRET),
+                         api_ready=lambda: self.kube.get("/version") and None)
+        self.http = TestClient(app)
+
+    def notify(self, body: dict[str, Any] | None = None, **kw: Any) -> Any:
+        headers = kw.pop("headers", {"Authorization": f"Bearer {TOKEN}"})
+        return self.http.post("/v1/notifications/argocd", json=body or cluster.notification(), headers=headers, **kw)
+
+    def close(self) -> None:
+        self.http.close()
+        self.kube.close()
+        self.store.close()
+
+
+@pytest.fixture
+def make(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., Service]]:
+    made: list[Service] = []
+
+    def build(policy: dict[str, Any] | None = None, store_url: str | None = None, clock: Clock | None = None,
+              instance: str = "argo-doctor-0") -> Service:
+        service = Service(kubeconfig, store_url or f"sqlite:///{tmp_path / 'audit.db'}", policy or POLICY,
+                          clock or Clock(), instance)
+        made.append(service)
+        return service
+
+    yield build
+    for service in made:
+        service.close()
+
+
+def patches(api: FakeApiServer) -> list[Any]:
+    return [r for r in api.requests if r.method == "PATCH"]
+
+
+def events(api: FakeApiServer) -> list[dict[str, Any]]:
+    return [json.loads(r.body) for r in api.requests if r.method == "POST" and r.path.endswith("/events")]
+
+
+def decisions(response: Any) -> dict[str, tuple[str, str]]:
+    assert response.status_code == 200, response.text
+    return {d["rollout"]: (d["action"], d["reason"]) for d in response.json()["decisions"]}
+
+
+def finish_restart(api: FakeApiServer, name: str) -> None:
+    """Do what the Rollouts controller does once the pods are replaced: status.restartedAt = spec.restartAt."""
+    obj = next(o for o in api.objects() if o["kind"] == "Rollout" and o["metadata"]["name"] == name)
+    obj = json.loads(json.dumps(obj))
+    obj["status"]["restartedAt"] = obj["spec"]["restartAt"]
+    obj["status"]["observedGeneration"] = str(obj["metadata"]["generation"])
+    api.add_object(obj)
+
+
+def test_notification_restarts_only_the_stuck_rollout(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    service = make()
+    got = decisions(service.notify())
+    assert got["apps/checkout"][0] == "restarted"
+    assert got["apps/payments"][0] == "skipped" and "degraded" in got["apps/payments"][1]
+    assert "CrashLoopBackOff" in got["apps/payments"][1]
+    assert got["apps/catalog"][0] == "skipped" and "not-degraded" in got["apps/catalog"][1]
+    assert got["apps/solo"] == ("skipped", "1 replica: a restart means downtime, and allowSingleReplica is false")
+    [patch] = patches(api)
+    assert patch.path == f"{ROLLOUTS}/checkout"
+    assert patch.headers["content-type"] == "application/merge-patch+json"
+    body = json.loads(patch.body)
+    assert body["spec"] == {"restartAt": "2026-11-23T09:00:00Z"}
+    assert body["metadata"]["resourceVersion"]
+    [event] = events(api)
+    assert event["reason"] == "ArgoDoctorRestart" and event["involvedObject"]["name"] == "checkout"
+    entries = service.store.entries()
+    assert {(e.rollout, e.action) for e in entries} == {
+        ("apps/checkout", "restarted"), ("apps/payments", "skipped"), ("apps/catalog", "skipped"),
+        ("apps/solo", "skipped")}
+    restarted = next(e for e in entries if e.action == "restarted")
+    assert restarted.patch == body and restarted.verdict == "stuck" and restarted.instance == "argo-doctor-0"
+    assert restarted.notification == cluster.notification() and "200 OK" in (restarted.api_answer or "")
+    assert restarted.state is not None and restarted.state["desired"] == 3 and restarted.latency_ms > 0
+
+
+@pytest.mark.parametrize("headers", [
+    {}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
+    {"X-Argo-Doctor-Signature": "sha256=" + "0" * 64}, {"Authorization": f"Bearer {TOKEN}x"},
+])
+def test_bad_credentials_get_401_and_touch_nothing(api: FakeApiServer, make: Callable[..., Service],
+                                                   headers: dict[str, str]) -> None:
+    response = make().notify(headers=headers)
+    assert response.status_code == 401
+    assert api.requests == []
+
+
+def test_an_hmac_signature_of_the_body_authenticates(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    body = json.dumps(cluster.notification()).encode()
+    signature = "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()
+    response = make().http.post("/v1/notifications/argocd", content=body,
+                                headers={"X-Argo-Doctor-Signature": signature, "Content-Type": "text/plain"})
+    assert decisions(response)["apps/checkout"][0] == "restarted"
+    tampered = body.replace(b"shop", b"shoq")
+    response = make().http.post("/v1/notifications/argocd", content=tampered,
+                                headers={"X-Argo-Doctor-Signature": signature})
+    assert response.status_code == 401
+
+
+@pytest.mark.parametrize(("body", "status", "words"), [
+    (b"{not json", 400, "not JSON"),
+    (b"[1, 2]", 400, "JSON object"),
+    (b'{"appNamespace": "argocd"}', 400, "app"),
+    (b'{"app": 7}', 400, "app must be a string"),
+    (b'{"app": "shop", "appNamespace": "argocd", "extra": {"ignored": true}, "namespace": null}', 200, ""),
+    (b'{"app": "' + b"x" * (1024 * 1024) + b'"}', 413, "over"),
+])
+def test_bodies(api: FakeApiServer, make: Callable[..., Service], body: bytes, status: int, words: str) -> None:
+    response = make().http.post("/v1/notifications/argocd", content=body,
+                                headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "text/plain"})
+    assert response.status_code == status, response.text
+    if status != 200:
+        assert words in response.json()["error"]
+        assert patches(api) == []
+
+
+def test_a_duplicate_delivery_decides_nothing_new(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    service = make()
+    assert decisions(service.notify())["apps/checkout"][0] == "restarted"
+    again = decisions(service.notify())
+    assert again["apps/checkout"][0] == "skipped" and "already pending" in again["apps/checkout"][1]
+    assert len(patches(api)) == 1
+
+
+def test_cooldown_then_a_new_restart(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    clock = Clock()
+    service = make(clock=clock)
+    assert decisions(service.notify())["apps/checkout"][0] == "restarted"
+    finish_restart(api, "checkout")  # done, but Degraded again: the bug came back
+    clock.now += timedelta(minutes=10)
+    got = decisions(service.notify())["apps/checkout"]
+    assert got[0] == "skipped" and "cooldown" in got[1] and "09:15:00Z" in got[1]
+    clock.now += timedelta(minutes=6)
+    assert decisions(service.notify())["apps/checkout"][0] == "restarted"
+    assert len(patches(api)) == 2
+
+
+def test_cooldown_survives_a_restartAt_removed_by_a_sync(api: FakeApiServer, make: Callable[..., Service],
+                                                          tmp_path: Path) -> None:
+    """Argo CD's self-heal can drop spec.restartAt; the audit store still remembers, across service restarts."""
+    clock = Clock()
+    first = make(clock=clock)
+    assert decisions(first.notify())["apps/checkout"][0] == "restarted"
+    first.close()
+    api.set_objects(installation())  # the Rollout as in git again: no restartAt
+    clock.now += timedelta(minutes=5)
+    second = make(clock=clock, instance="argo-doctor-1")
+    got = decisions(second.notify())["apps/checkout"]
+    assert got[0] == "skipped" and "cooldown" in got[1]
+    assert [e.instance for e in second.store.entries() if e.action == "restarted"] == ["argo-doctor-0"]
+
+
+def test_hourly_cap(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    api.set_objects([*installation(), *cluster.stuck("basket")])
+    objects = [o for o in api.objects() if o["kind"] == "Rollout"]
+    api.add_object(cluster.application("shop", objects))
+    service = make({**POLICY, "maxRestartsPerHour": 1})
+    got = decisions(service.notify())
+    assert got["apps/basket"][0] == "restarted"
+    assert got["apps/checkout"][0] == "skipped" and "hourly cap" in got["apps/checkout"][1]
+    assert len(patches(api)) == 1
+
+
+def test_allow_lists(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    refused = make({**POLICY, "allow": {"namespaces": ["apps"], "applications": ["other/*"]}}).notify()
+    assert refused.status_code == 200 and refused.json()["decisions"] == []
+    assert "allow.applications" in refused.json()["reason"]
+    assert api.requests == []  # not even the Application was read
+    outside = make({**POLICY, "allow": {"namespaces": ["prod-*"], "applications": ["argocd/shop"]}}).notify()
+    assert {d["action"] for d in outside.json()["decisions"]} == {"skipped"}
+    assert [r.path for r in api.requests] == ["/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop"]
+
+
+def test_dry_run_sends_nothing(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    service = make({**POLICY, "dryRun": True})
+    got = decisions(service.notify())
+    assert got["apps/checkout"][0] == "dry-run"
+    assert patches(api) == [] and events(api) == []
+    [entry] = [e for e in service.store.entries() if e.rollout == "apps/checkout"]
+    assert entry.action == "dry-run" and entry.patch is not None
+
+
+def test_a_conflict_is_decided_again_never_restarted_twice(api: FakeApiServer,
+                                                          make: Callable[..., Service]) -> None:
+    api.fault(r"rollouts/checkout$", "status", status=409, method="PATCH")
+    service = make()
+    got = decisions(service.notify())
+    assert got["apps/checkout"][0] == "restarted"
+    sent = patches(api)
+    assert len(sent) == 2  # the 409, then the patch of the new decision
+    [entry] = [e for e in service.store.entries() if e.action == "restarted"]
+    assert "409" in (entry.api_answer or "")
+
+
+def test_a_change_before_the_patch_is_seen(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    """Another writer restarts the Rollout between our read and our patch: our patch is a 409, and the new
+    decision sees the pending restart."""
+    service = make()
+    original = service.kube.get
+
+    def racing_get(path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        doc = original(path, params)
+        if path.endswith("/rollouts/checkout") and not getattr(racing_get, "done", False):
+            racing_get.done = True  # type: ignore[attr-defined]
+            other = json.loads(json.dumps(doc))
+            other["spec"]["restartAt"] = "2026-11-23T08:59:59Z"
+            api.add_object(other)
+        return doc
+
+    service.kube.get = racing_get  # type: ignore[method-assign]
+    got = decisions(service.notify())["apps/checkout"]
+    assert got[0] == "skipped" and "already pending" in got[1]
+    assert patches(api) == []
+
+
+def test_api_unreachable_is_a_503_so_notifications_retries(make: Callable[..., Service], api: FakeApiServer) -> None:
+    service = make()
+    api.close()
+    response = service.notify()
+    assert response.status_code == 503 and "retry later" in response.json()["error"]
+
+
+def test_health_readiness_and_metrics(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    service = make()
+    assert service.http.get("/healthz").status_code == 200
+    assert service.http.get("/readyz").status_code == 200
+    service.notify()
+    service.notify(headers={})
+    text = service.http.get("/metrics").text
+    assert 'argo_doctor_notifications_total{outcome="decided"} 1.0' in text
+    assert 'argo_doctor_notifications_total{outcome="unauthorized"} 1.0' in text
+    assert "argo_doctor_restarts_total 1.0" in text
+    assert "argo_doctor_decision_seconds_count 2.0" in text
+    api.close()
+    assert service.http.get("/readyz").status_code == 503
+
+
+def test_two_instances_sharing_postgresql_restart_once(api: FakeApiServer, make: Callable[..., Service],
+                                                       pg_store_url: str) -> None:
+    services = [make(store_url=pg_store_url, instance=f"argo-doctor-{i}") for i in range(2)]
+    barrier = threading.Barrier(2)
+    answers: list[Any] = [None, None]
+
+    def deliver(index: int) -> None:
+        barrier.wait()
+        answers[index] = services[index].restarter.notify(Notification("shop", "argocd", raw=cluster.notification()))
+
+    threads = [threading.Thread(target=deliver, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    actions = sorted(o.action for a in answers for o in a.outcomes if o.rollout == "apps/checkout")
+    assert actions == ["restarted", "skipped"]
+    assert len([r for r in patches(api)]) == 1
+    entries = services[0].store.entries()
+    assert {e.instance for e in entries if e.rollout == "apps/checkout"} == {"argo-doctor-0", "argo-doctor-1"}
