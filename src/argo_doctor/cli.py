@@ -659,7 +659,7 @@ def _secret_file(path: Path | None, what: str) -> bytes | None:
         value = path.read_bytes().strip()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
-    if len(value) < MIN_SECRET_BYTES or b"REPLACE-ME" in value:
+    if len(value) < MIN_SECRET_BYTES or b"REPLACE" in value.upper():
         raise ConfigError(f"{path}: the {what} must be a random value of at least {MIN_SECRET_BYTES} bytes, not a "
                           "placeholder (e.g. `openssl rand -hex 32`)")
     return value
@@ -704,7 +704,7 @@ def serve(listen: str, policy_file: Path, audit_db: str, token_file: Path | None
         try:
             restarter = Restarter(client, rules_policy, store, source="serve", instance=_instance())
             app = create_app(restarter, store, auth, api_ready=lambda: _reachable(client))
-            run_service(app, listen)
+            run_service(app, listen, insecure=auth.open)
         finally:
             client.close()
             store.close()

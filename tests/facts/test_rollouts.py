@@ -383,3 +383,28 @@ def test_rollout_inputs_trust_an_empty_namespace_only_when_the_kind_was_listed()
     assert inputs.pods == [] and inputs.analysis_runs == []  # listed cluster-wide / not served: there are none
     v = assess_rollout(obj.raw, *inputs)
     assert v.state == RolloutState.UNDETERMINED  # the ReplicaSet says 3 pods exist: the input does not hold them
+
+
+def _with_restart(finished: str) -> list[dict[str, Any]]:
+    """A stuck Rollout (deadline passed at 08:12:31) whose first pod's container restarted, finishing then."""
+    from tests.remediate import cluster
+
+    objects = cluster.stuck("w")
+    pod = next(o for o in objects if o["kind"] == "Pod")
+    status = pod["status"]["containerStatuses"][0]
+    status["restartCount"] = 1
+    status["lastState"] = {"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": "2026-11-23T07:00:00Z",
+                                          "finishedAt": finished}}
+    return objects
+
+
+@pytest.mark.parametrize(("finished", "state"), [
+    ("2026-11-23T08:05:00Z", RolloutState.UNDETERMINED),  # inside the progress window: may be why it timed out
+    ("2026-11-23T10:30:00Z", RolloutState.STUCK),  # after the deadline, Ready again: did not cause it
+    ("2026-11-23T07:50:00Z", RolloutState.STUCK),  # before the window began
+])
+def test_a_restart_counts_only_inside_the_progress_window(finished: str, state: RolloutState) -> None:
+    objects = _with_restart(finished)
+    by_kind = {k: [o for o in objects if o["kind"] == k] for k in ("Rollout", "ReplicaSet", "Pod")}
+    verdict = assess_rollout(by_kind["Rollout"][0], by_kind["ReplicaSet"], by_kind["Pod"], [])
+    assert verdict.state is state, verdict.summary

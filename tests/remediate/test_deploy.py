@@ -290,15 +290,16 @@ def test_networkpolicy_admits_only_the_notifications_controller(base: list[dict[
 def test_postgresql_overlay(base: list[dict[str, Any]], postgresql: list[dict[str, Any]]) -> None:
     c = container(postgresql)
     args = c["args"]
-    assert option(args, "--audit-db") == "$(ARGO_DOCTOR_AUDIT_DB)"
-    assert not any("sqlite" in a for a in args)
+    assert "--audit-db" not in args and not any("sqlite" in a or "postgres" in a for a in args), \
+        "the URL with its password must not be on the command line"
     env = {e["name"]: e for e in c["env"]}
     assert env["ARGO_DOCTOR_AUDIT_DB"]["valueFrom"] == {"secretKeyRef": {"name": "argo-doctor-audit-db",
                                                                          "key": "url"}}
     assert "/var/lib/argo-doctor" not in mounts(postgresql)
     # Everything else is the base, unchanged.
-    rest = [a for a in args if a != "$(ARGO_DOCTOR_AUDIT_DB)"]
-    assert rest == [a for a in container(base)["args"] if not a.startswith("sqlite:")]
+    base_args = container(base)["args"]
+    at = base_args.index("--audit-db")
+    assert args == base_args[:at] + base_args[at + 2:]
     assert effective_grants(postgresql) == effective_grants(base)
     assert not any(d["kind"] == "Secret" and d["metadata"]["name"] == "argo-doctor-audit-db" for d in postgresql), \
         "the database URL is created out of band, never rendered from git"
@@ -306,15 +307,12 @@ def test_postgresql_overlay(base: list[dict[str, Any]], postgresql: list[dict[st
     assert "url='postgresql://" in kustomization
 
 
-def expand(arg: str, env: dict[str, str]) -> str:
-    """The kubelet's $(VAR) expansion in args."""
-    return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m[1], m[0]), arg)
+def test_serve_reads_the_store_url_from_the_overlays_variable(postgresql: list[dict[str, Any]]) -> None:
+    from argo_doctor.cli import serve
 
-
-def test_postgresql_url_reaches_the_argument(postgresql: list[dict[str, Any]]) -> None:
-    url = "postgresql://argo_doctor:pw@postgresql.db.svc:5432/argo_doctor?sslmode=verify-full"
-    args = [expand(a, {"ARGO_DOCTOR_AUDIT_DB": url}) for a in container(postgresql)["args"]]
-    assert option(args, "--audit-db") == url
+    [audit_db] = [p for p in serve.params if p.name == "audit_db"]
+    names = {e["name"] for e in container(postgresql)["env"]}
+    assert audit_db.envvar in names
 
 
 # --- Dockerfile -------------------------------------------------------------------------------------------------------

@@ -76,3 +76,37 @@ def test_bad_policies_are_one_line(kubeconfig: Path, tmp_path: Path, text: str, 
     policy.write_text(text)
     code, out = fix(kubeconfig, "-n", "apps", "--policy", str(policy))
     assert code == 2 and words in out and len(out.strip().splitlines()) == 1
+
+
+def test_the_hourly_cap_holds_within_one_run_without_a_store(api: FakeApiServer, kubeconfig: Path,
+                                                           tmp_path: Path) -> None:
+    from tests.remediate import cluster
+
+    for obj in cluster.stuck("basket"):
+        api.add_object(obj)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("allow: {namespaces: [apps]}\nmaxRestartsPerHour: 1\n")
+    code, out = fix(kubeconfig, "-n", "apps", "--policy", str(policy), "--apply")
+    assert code == 0
+    assert "apps/basket: restarted" in out and "apps/checkout: skipped: hourly cap reached" in out
+    assert len([r for r in api.requests if r.method == "PATCH"]) == 1
+
+
+def test_an_application_outside_the_policy_is_refused(api: FakeApiServer, kubeconfig: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("allow: {namespaces: [apps], applications: [argocd/other]}\n")
+    code, out = fix(kubeconfig, "-n", "apps", "--app", "shop", "--policy", str(policy), "--apply")
+    assert code == 0 and "application argocd/shop is not in the policy's allow.applications" in out
+    assert api.requests == []
+
+
+def test_a_failure_on_one_rollout_does_not_hide_the_others(api: FakeApiServer, kubeconfig: Path) -> None:
+    from tests.remediate import cluster
+
+    for obj in cluster.stuck("basket"):
+        api.add_object(obj)
+    api.fault(r"rollouts/basket$", "status", status=503, method="PATCH", times=-1)
+    code, out = fix(kubeconfig, "-n", "apps", "--apply")
+    assert code == 1
+    assert "apps/basket: failed: " in out and "503" in out
+    assert "apps/checkout: restarted" in out

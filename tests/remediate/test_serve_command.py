@@ -106,3 +106,24 @@ def test_sigterm_finishes_the_request_in_flight_and_exits_0(setup: tuple[FakeApi
     rows = json.loads(audit.output)
     entries = rows["entries"] if isinstance(rows, dict) else rows
     assert any(e["rollout"] == "apps/checkout" and e["action"] == "restarted" for e in entries)
+
+
+def test_a_port_in_use_is_one_line(setup: tuple[FakeApiServer, list[str]]) -> None:
+    _, args = setup
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(main, ["serve", "--listen", f"127.0.0.1:{port}", *args])
+    assert result.exit_code == 2
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.output
+
+
+@pytest.mark.parametrize("text", ["REPLACE-WITH-THE-TOKEN-OF-ARGO-DOCTOR-SERVE", "short"])
+def test_a_placeholder_or_short_token_is_refused(setup: tuple[FakeApiServer, list[str]], tmp_path: Path,
+                                                 text: str) -> None:
+    _, args = setup
+    token = tmp_path / "placeholder"
+    token.write_text(text)
+    result = CliRunner().invoke(main, ["serve", *args[:-1], str(token)])
+    assert result.exit_code == 2 and "at least 16 bytes, not a placeholder" in result.output

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,8 +46,8 @@ class Service:
     """One instance of the service: its restarter, store and a test client."""
 
     def __init__(self, kubeconfig: Path, store_url: str, policy: dict[str, Any], clock: Clock,
-                 instance: str = "argo-doctor-0") -> None:
-        self.kube = KubeClient.connect(kubeconfig)
+                 instance: str = "argo-doctor-0", timeout: float = 5.0) -> None:
+        self.kube = KubeClient.connect(kubeconfig, timeout=timeout)
         self.store = open_store(store_url)
         self.restarter = Restarter(self.kube, parse_policy(policy, "test-policy"), self.store, source="serve",
                                    instance=instance, clock=clock)
@@ -69,9 +70,9 @@ def make(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., Service]]:
     made: list[Service] = []
 
     def build(policy: dict[str, Any] | None = None, store_url: str | None = None, clock: Clock | None = None,
-              instance: str = "argo-doctor-0") -> Service:
+              instance: str = "argo-doctor-0", timeout: float = 5.0) -> Service:
         service = Service(kubeconfig, store_url or f"sqlite:///{tmp_path / 'audit.db'}", policy or POLICY,
-                          clock or Clock(), instance)
+                          clock or Clock(), instance, timeout)
         made.append(service)
         return service
 
@@ -156,6 +157,8 @@ def test_an_hmac_signature_of_the_body_authenticates(api: FakeApiServer, make: C
     (b"[1, 2]", 400, "JSON object"),
     (b'{"appNamespace": "argocd"}', 400, "app"),
     (b'{"app": 7}', 400, "app must be a string"),
+    (b'{"app": "shop/../x"}', 400, "app is not a Kubernetes name"),
+    (b'{"app": "shop", "appNamespace": "' + b"a" * 300 + b'"}', 400, "appNamespace is not a Kubernetes name"),
     (b'{"app": "shop", "appNamespace": "argocd", "extra": {"ignored": true}, "namespace": null}', 200, ""),
     (b'{"app": "' + b"x" * (1024 * 1024) + b'"}', 413, "over"),
 ])
@@ -284,7 +287,8 @@ def test_health_readiness_and_metrics(api: FakeApiServer, make: Callable[..., Se
     assert 'argo_doctor_notifications_total{outcome="decided"} 1.0' in text
     assert 'argo_doctor_notifications_total{outcome="unauthorized"} 1.0' in text
     assert "argo_doctor_restarts_total 1.0" in text
-    assert "argo_doctor_decision_seconds_count 2.0" in text
+    assert "argo_doctor_decision_seconds_count 1.0" in text  # a 401 decides nothing
+    assert 'argo_doctor_decisions_total{action="failed"} 0.0' in text
     api.close()
     assert service.http.get("/readyz").status_code == 503
 
@@ -309,3 +313,27 @@ def test_two_instances_sharing_postgresql_restart_once(api: FakeApiServer, make:
     assert len([r for r in patches(api)]) == 1
     entries = services[0].store.entries()
     assert {e.instance for e in entries if e.rollout == "apps/checkout"} == {"argo-doctor-0", "argo-doctor-1"}
+
+
+def test_an_unanswered_patch_is_recorded_and_never_repeated(api: FakeApiServer,
+                                                            make: Callable[..., Service]) -> None:
+    """The PATCH times out, and the API applies it later: 503 (retry), a failed entry in the trail, and the
+    retry finds the restart pending."""
+    api.fault(r"rollouts/checkout$", "hang", seconds=1.0, method="PATCH")
+    service = make(timeout=0.3)
+    response = service.notify()
+    assert response.status_code == 503
+    [failed] = [e for e in service.store.entries() if e.rollout == "apps/checkout"]
+    assert failed.action == "failed" and "no answer" in failed.reason
+    time.sleep(1.2)  # the fake applies the write once its hang is over
+    got = decisions(service.notify())["apps/checkout"]
+    assert got[0] == "skipped" and "already pending" in got[1]
+
+
+def test_only_degraded_rollouts_have_their_pods_read(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    make().notify()
+    listed = {r.path.rsplit("/", 1)[-1] + "?" + r.query.get("labelSelector", "") for r in api.requests
+              if r.method == "GET" and r.path.endswith(("/pods", "/replicasets", "/analysisruns"))}
+    healthy_hash = next(o for o in api.objects() if o["metadata"]["name"] == "catalog")["status"]["currentPodHash"]
+    assert not any(healthy_hash in item for item in listed)
+    assert listed  # the Degraded ones were

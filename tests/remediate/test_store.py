@@ -503,3 +503,16 @@ def test_parse_age(text: str, seconds: int) -> None:
 def test_parse_age_rejects(text: str) -> None:
     with pytest.raises(ConfigError, match="invalid age"):
         parse_age(text)
+
+
+def test_reading_a_missing_sqlite_file_does_not_create_it(tmp_path: Path) -> None:
+    path = tmp_path / "typo" / "audit.db"
+    with pytest.raises(StoreError, match="no such file"):
+        open_store(f"sqlite://{path}", writable=False)
+    assert not path.parent.exists()
+
+
+def test_a_malformed_postgresql_url_is_a_store_error() -> None:
+    with pytest.raises(StoreError) as caught:
+        open_store("postgresql://u:pw-secret@[::1/x")
+    assert "invalid URL" in str(caught.value) and "pw-secret" not in str(caught.value)

@@ -34,6 +34,10 @@ ROLLOUT_NEEDS = frozenset({"argoproj.io/Rollout", "argoproj.io/AnalysisRun", "ap
 """The kinds `assess_rollout` reads, as a rule declares them in its `needs`."""
 
 
+Window = tuple[datetime | None, datetime | None]
+"""The progress window that ran out: (start, end = when the deadline passed)."""
+
+
 class RolloutState(enum.StrEnum):
     """The verdict on one Rollout."""
 
@@ -190,8 +194,8 @@ class _Assessment:
         self.rs_name = str(mapping(self.rs.get("metadata")).get("name") or "") if self.rs else ""
         self.pods = None if pods is None else [p for p in pods if self._current_pod(p)]
         self.runs = None if analysis_runs is None else [a for a in analysis_runs if self._current_run(a)]
-        self.window_start = self._window_start()
-        self.summaries = [_pod_summary(p, self.window_start) for p in self.pods or []]
+        self.window = self._window()
+        self.summaries = [_pod_summary(p, self.window) for p in self.pods or []]
 
     # -- what belongs to the Rollout's current pod template
     def _owned(self, obj: Mapping[str, Any]) -> bool | None:
@@ -224,15 +228,16 @@ class _Assessment:
         return (self.pod_hash is not None and self._hash_of(run) == self.pod_hash
                 and _namespace(run) == self.namespace and self._owned(run) is not False)
 
-    def _window_start(self) -> datetime | None:
-        """When the progress window that ran out began: the Progressing condition's last update minus the deadline.
-        A container that restarted after it counts as restarting."""
+    def _window(self) -> Window:
+        """The progress window that ran out: from the Progressing condition's last update minus the deadline, to
+        that update. A container that restarted inside it counts as restarting (it may be why the deadline passed);
+        one that restarted after it and is ready again did not cause the deadline."""
         updated = parse_time(self.progressing.get("lastUpdateTime")) or parse_time(
             self.progressing.get("lastTransitionTime"))
         if updated is None:
-            return None
+            return None, None
         seconds = as_int(self.spec.get("progressDeadlineSeconds"), DEFAULT_DEADLINE_SECONDS)
-        return updated - timedelta(seconds=seconds)
+        return updated - timedelta(seconds=seconds), updated
 
     # -- facts about the Rollout
     def degraded(self) -> bool:
@@ -356,8 +361,9 @@ class _Assessment:
         if changing:
             return self._make(RolloutState.UNDETERMINED, f"Degraded ({DEADLINE}) but {changing[0]}", changing)
         ready = len(self.summaries)
-        summary = (f"Degraded ({DEADLINE}) although all {ready} pod{'s' if ready != 1 else ''} of ReplicaSet "
-                   f"{self.rs_name} are ready and available")
+        pods = "the only pod" if ready == 1 else f"all {ready} pods"
+        summary = (f"Degraded ({DEADLINE}) although {pods} of ReplicaSet {self.rs_name} "
+                   f"{'is' if ready == 1 else 'are'} ready and available")
         return self._make(RolloutState.STUCK, summary, self.checks_passed())
 
     def missing(self) -> list[str]:
@@ -380,7 +386,7 @@ class _Assessment:
             return [], []
         real: list[str] = []
         changing: list[str] = []
-        for summary, kind in zip(self.summaries, (_pod_kind(p, self.window_start) for p in self.pods), strict=True):
+        for summary, kind in zip(self.summaries, (_pod_kind(p, self.window) for p in self.pods), strict=True):
             if kind == "real":
                 real.append(f"pod {summary.name}: {summary.problem}")
             elif kind == "changing":
@@ -417,7 +423,7 @@ class _Assessment:
             f"{self.message or DEADLINE}",
             f"ReplicaSet {self.rs_name} (pod hash {self.pod_hash}): {ready} of {ready} pods Running and Ready, "
             "ready = available = desired",
-            "no pod waiting, pending, terminating or restarting since the progress window began",
+            "no pod waiting, pending, terminating, or restarting during the progress window",
             "not aborted, not paused, no InvalidSpec condition",
             "no failed, errored or inconclusive AnalysisRun for the current pod hash" if self.runs is not None
             else "no AnalysisRun in the input (the Rollout uses no analysis)",
@@ -490,18 +496,19 @@ def _container_problem(container: Mapping[str, Any], init: bool) -> str | None:
     return None
 
 
-def _recent_restart(container: Mapping[str, Any], since: datetime | None) -> str | None:
+def _recent_restart(container: Mapping[str, Any], window: Window) -> str | None:
     restarts = as_int(container.get("restartCount"))
     if not restarts:
         return None
     finished = parse_time(mapping(mapping(container.get("lastState")).get("terminated")).get("finishedAt"))
-    if finished is not None and since is not None and finished < since:
+    start, end = window
+    if finished is not None and ((start is not None and finished < start) or (end is not None and finished > end)):
         return None
     return (f"container {container.get('name')} restarted {restarts} time{'s' if restarts != 1 else ''} "
             f"({_last_exit(container) or 'when is unknown'})")
 
 
-def _pod_problem(pod: Mapping[str, Any], since: datetime | None) -> tuple[str | None, str]:
+def _pod_problem(pod: Mapping[str, Any], window: Window) -> tuple[str | None, str]:
     """(the pod's problem, its kind: "ok", "real" for a reason the Rollout cannot progress, "changing" for a pod
     in transition or restarted recently)."""
     meta, status = mapping(pod.get("metadata")), mapping(pod.get("status"))
@@ -531,21 +538,21 @@ def _pod_problem(pod: Mapping[str, Any], since: datetime | None) -> tuple[str | 
         detail = ready.get("message") or "its Ready condition is False"
         return f"Running but not Ready: {detail}", "real"
     for container in (mapping(c) for c in as_list(status.get("containerStatuses"))):
-        restarted = _recent_restart(container, since)
+        restarted = _recent_restart(container, window)
         if restarted:
             return restarted, "changing"
     return None, "ok"
 
 
-def _pod_kind(pod: Mapping[str, Any], since: datetime | None) -> str:
-    return _pod_problem(pod, since)[1]
+def _pod_kind(pod: Mapping[str, Any], window: Window) -> str:
+    return _pod_problem(pod, window)[1]
 
 
-def _pod_summary(pod: Mapping[str, Any], since: datetime | None) -> PodSummary:
+def _pod_summary(pod: Mapping[str, Any], window: Window) -> PodSummary:
     status = mapping(pod.get("status"))
     restarts = sum(as_int(mapping(c).get("restartCount")) for c in as_list(status.get("containerStatuses")))
     return PodSummary(name=_name(pod), phase=str(status.get("phase") or "Unknown"), ready=_pod_ready(pod),
-                      restarts=restarts, problem=_pod_problem(pod, since)[0])
+                      restarts=restarts, problem=_pod_problem(pod, window)[0])
 
 
 # -- analysis ------------------------------------------------------------------------------------------------------

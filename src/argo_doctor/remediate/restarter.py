@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from argo_doctor.errors import ArgoDoctorError
 from argo_doctor.facts.rollouts import RolloutVerdict, assess_rollout
@@ -78,6 +78,14 @@ class Result:
     reason: str | None = None
 
 
+class _Plan(NamedTuple):
+    """A restart decided on a read of the Rollout, to be sent if the Rollout has not changed since."""
+
+    rollout: dict[str, Any]
+    verdict: RolloutVerdict
+    decision: Decision
+
+
 class Restarter:
     """Decides and acts on Rollouts through one client, one policy and (optionally) one audit store."""
 
@@ -91,6 +99,7 @@ class Restarter:
         self.instance = instance
         self.dry_run = policy.dry_run if dry_run is None else dry_run
         self.clock = clock
+        self._restarts: dict[str, datetime] = {}
 
     def notify(self, note: Notification) -> Result:
         """Decide on every Rollout that the notified Application manages."""
@@ -118,6 +127,9 @@ class Restarter:
         if not self.policy.namespace_allowed(namespace):
             return self._refused(f"namespace {namespace} is not in the policy's allow.namespaces",
                                  "namespace not allowed", context, time.perf_counter())
+        if app is not None and not self.policy.application_allowed(*app):
+            return self._refused(f"application {'/'.join(app)} is not in the policy's allow.applications",
+                                 "application not allowed", context, time.perf_counter())
         try:
             if name is not None:
                 names = [name]
@@ -129,9 +141,17 @@ class Restarter:
                 names = sorted(str(_meta(item).get("name")) for item in _items(listed))
         except KubeError as exc:
             raise Unavailable(str(exc)) from None
-        return Result([self._decide(namespace, n, context) for n in names])
+        outcomes = []
+        for n in names:  # one Rollout the API failed on does not hide what was done to the others
+            try:
+                outcomes.append(self._decide(namespace, n, context))
+            except Unavailable as exc:
+                outcomes.append(Outcome(f"{namespace}/{n}", "failed", str(exc)))
+        return Result(outcomes)
 
     def _decide(self, namespace: str, name: str, context: dict[str, Any]) -> Outcome:
+        """One Rollout: a first look without the lock, which decides every Rollout that is not stuck; the lock,
+        a fresh read and the patch only for a stuck one."""
         key = f"{namespace}/{name}"
         started = time.perf_counter()
         if not self.policy.namespace_allowed(namespace):  # never read
@@ -139,34 +159,55 @@ class Restarter:
                               "namespace not allowed")
             return self._record(outcome, context, started)
         try:
+            first = self._look(namespace, name, locked=False)
+            if isinstance(first, Outcome):
+                return self._record(first, context, started)
             with self.store.exclusive() if self.store else nullcontext():
-                try:
-                    outcome = self._attempts(namespace, name)
-                except KubeError as exc:
-                    if exc.retryable:
-                        raise Unavailable(str(exc)) from None
-                    outcome = Outcome(key, "failed", str(exc))
-                return self._record(outcome, context, started)
+                return self._record(self._attempts(namespace, name), context, started)
+        except KubeError as exc:
+            outcome = Outcome(key, "failed", str(exc))
+            self._record(outcome, context, started)
+            if exc.retryable:
+                raise Unavailable(str(exc)) from None
+            return outcome
         except StoreError as exc:  # the lock could not be taken or kept
             raise Unavailable(str(exc)) from None
 
+    def _look(self, namespace: str, name: str, *, locked: bool,
+              answers: tuple[str, ...] = ()) -> Outcome | _Plan | None:
+        """Read the Rollout and decide: an Outcome when nothing is to be done, a _Plan when a restart is (only
+        `locked`), None when it is stuck and the decision is to be taken under the lock."""
+        key = f"{namespace}/{name}"
+        try:
+            rollout = self.client.get(rollout_path(namespace, name))
+        except KubeError as exc:
+            if exc.status == 404:
+                return Outcome(key, "skipped", "the Rollout does not exist")
+            raise
+        verdict = self._verdict(namespace, rollout)
+        # Without the history (cooldown, cap), a skip stays a skip: only what could be restarted takes the lock.
+        decision = decide(verdict, self.policy, now=self.clock(), last_restart=None, restarts_last_hour=0,
+                          dry_run=self.dry_run)
+        if decision.action != "skipped":
+            if not locked:
+                return None
+            decision = self._policy_decision(verdict)
+        if decision.action == "restart":
+            return _Plan(rollout, verdict, decision)
+        action = "dry-run" if decision.action == "dry-run" else "skipped"
+        return Outcome(key, action, decision.reason, decision.policy, decision.patch, verdict,
+                       "; ".join(answers) or None)
+
     def _attempts(self, namespace: str, name: str) -> Outcome:
-        """Read, decide, re-read, patch; again after a 409 or a change between the reads."""
+        """Under the lock: read, decide, re-read, patch; again after a 409 or a change between the reads."""
         key = f"{namespace}/{name}"
         answers: list[str] = []
         for _ in range(ATTEMPTS):
-            try:
-                rollout = self.client.get(rollout_path(namespace, name))
-            except KubeError as exc:
-                if exc.status == 404:
-                    return Outcome(key, "skipped", "the Rollout does not exist")
-                raise
-            verdict = self._verdict(namespace, rollout)
-            decision = self._policy_decision(verdict)
-            if decision.action != "restart":
-                action = "dry-run" if decision.action == "dry-run" else "skipped"
-                return Outcome(key, action, decision.reason, decision.policy, decision.patch, verdict,
-                               "; ".join(answers) or None)
+            decided = self._look(namespace, name, locked=True, answers=tuple(answers))
+            if isinstance(decided, Outcome):
+                return decided
+            assert decided is not None, "a locked look always decides"
+            rollout, verdict, decision = decided
             fresh = self.client.get(rollout_path(namespace, name))
             if _version(fresh) != _version(rollout):
                 answers.append(f"changed between reads ({_version(rollout)} → {_version(fresh)}); decided again")
@@ -177,7 +218,12 @@ class Restarter:
                 if exc.status == 409:
                     answers.append(exc.reason)
                     continue
-                raise
+                landed = self._landed(namespace, name, decision) if exc.status is None else None
+                if landed is None:
+                    raise
+                patched = landed
+                answers.append(f"{exc.reason}; a re-read shows the patch applied")
+            self._restarts[key] = self.clock()
             answers.append(f"200 OK, resourceVersion {_version(patched)}")
             answers.append(self._event(namespace, name, patched, decision, verdict))
             return Outcome(key, "restarted", decision.reason, decision.policy, decision.patch, verdict,
@@ -185,11 +231,21 @@ class Restarter:
         return Outcome(key, "skipped", f"the Rollout changed on each of {ATTEMPTS} attempts; left alone",
                        "allowed", None, None, "; ".join(answers))
 
+    def _landed(self, namespace: str, name: str, decision: Decision) -> dict[str, Any] | None:
+        """After a PATCH without an answer: the Rollout if it carries our restartAt, else None."""
+        wanted = (decision.patch or {}).get("spec", {}).get("restartAt")
+        try:
+            now = self.client.get(rollout_path(namespace, name))
+        except KubeError:
+            return None
+        spec = now.get("spec")
+        return now if isinstance(spec, dict) and spec.get("restartAt") == wanted else None
+
     def _verdict(self, namespace: str, rollout: dict[str, Any]) -> RolloutVerdict:
         """The rule's verdict from the Rollout and the objects of its current pod hash, read now."""
         pod_hash = _status(rollout).get("currentPodHash")
         related: dict[str, list[dict[str, Any]] | None] = dict.fromkeys(("replicasets", "pods", "analysisruns"))
-        if isinstance(pod_hash, str) and pod_hash:
+        if isinstance(pod_hash, str) and pod_hash and _status(rollout).get("phase") in ("Degraded", None):
             params = {"labelSelector": f"{HASH_LABEL}={pod_hash}"}
             for kind, path in related_paths(namespace).items():
                 try:
@@ -203,11 +259,15 @@ class Restarter:
     def _policy_decision(self, verdict: RolloutVerdict) -> Decision:
         now = self.clock()
         key = f"{verdict.namespace}/{verdict.name}"
-        try:
-            last = self.store.last_restart(key) if self.store else None
-            count = self.store.restarts_since(now - HOUR) if self.store else 0
-        except StoreError as exc:
-            raise Unavailable(str(exc)) from None
+        if self.store is None:  # `fix` without --audit-db: what this run did
+            last = self._restarts.get(key)
+            count = sum(1 for when in self._restarts.values() if when > now - HOUR)
+        else:
+            try:
+                last = self.store.last_restart(key)
+                count = self.store.restarts_since(now - HOUR)
+            except StoreError as exc:
+                raise Unavailable(str(exc)) from None
         return decide(verdict, self.policy, now=now, last_restart=last, restarts_last_hour=count,
                       dry_run=self.dry_run)
 

@@ -14,7 +14,9 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -40,9 +42,12 @@ from argo_doctor.remediate.store import AuditStore
 from argo_doctor.timeutil import format_time
 
 MAX_BODY = 1024 * 1024
+OUTCOMES = ("decided", "unauthorized", "bad_request", "too_large", "unavailable")
+ACTIONS = ("restarted", "dry-run", "skipped", "failed")
 PATH = "/v1/notifications/argocd"
 SIGNATURE_HEADER = "x-argo-doctor-signature"
 DEFAULT_APP_NAMESPACE = "argocd"
+NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 NO_VALUE = "<no value>"
 """What Go's text/template renders for a missing field, as Notifications' templates do: taken as absent."""
 FIELDS = ("app", "appNamespace", "project", "namespace", "health", "revision")
@@ -95,6 +100,10 @@ class Metrics:
         self.latency = Histogram("argo_doctor_decision_seconds", "Time from a notification to its answer.",
                                  registry=self.registry,
                                  buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+        for outcome in OUTCOMES:  # every series exists from the start, so rate() and alerts see zeros
+            self.notifications.labels(outcome)
+        for action in ACTIONS:
+            self.decisions.labels(action)
 
 
 def create_app(restarter: Restarter, store: AuditStore, auth: Auth, *,
@@ -104,14 +113,15 @@ def create_app(restarter: Restarter, store: AuditStore, auth: Auth, *,
 
     async def notify(request: Request) -> Response:
         started = time.perf_counter()
+        client = request.client.host if request.client else None
         note: Notification | None = None
         try:
             note = await _notification(request, auth)
             result = await run_in_threadpool(restarter.notify, note)
         except _Rejected as exc:
-            return _answer(metrics, started, exc.outcome, exc.status, {"error": str(exc)}, note)
+            return _answer(metrics, started, exc.outcome, exc.status, {"error": str(exc)}, note, client)
         except Unavailable as exc:
-            return _answer(metrics, started, "unavailable", 503, {"error": f"retry later: {exc}"}, note)
+            return _answer(metrics, started, "unavailable", 503, {"error": f"retry later: {exc}"}, note, client)
         for outcome in result.outcomes:
             metrics.decisions.labels(outcome.action).inc()
             if outcome.action == "restarted":
@@ -119,7 +129,7 @@ def create_app(restarter: Restarter, store: AuditStore, auth: Auth, *,
         body: dict[str, Any] = {"decisions": [o.as_json() for o in result.outcomes]}
         if result.reason:
             body["reason"] = result.reason
-        return _answer(metrics, started, "decided", 200, body, note)
+        return _answer(metrics, started, "decided", 200, body, note, client)
 
     def healthz(request: Request) -> Response:
         return PlainTextResponse("ok\n")
@@ -128,6 +138,7 @@ def create_app(restarter: Restarter, store: AuditStore, auth: Auth, *,
         try:
             await run_in_threadpool(_ready, store, api_ready)
         except (ArgoDoctorError, KubeError) as exc:
+            log.warning("not ready", extra={"fields": {"reason": str(exc)}})
             return PlainTextResponse(f"not ready: {exc}\n", status_code=503)
         return PlainTextResponse("ok\n")
 
@@ -187,18 +198,25 @@ def parse_notification(body: bytes) -> Notification:
     app = values["app"]
     if app is None:
         raise _Rejected(400, "bad_request", "app (the Application's name) is required")
+    for key in ("app", "appNamespace", "namespace"):
+        value = values[key]
+        if value is not None and not NAME.fullmatch(value):
+            raise _Rejected(400, "bad_request", f"{key} is not a Kubernetes name (lower-case DNS subdomain, at most "
+                                                "253 characters)")
     return Notification(app=app, app_namespace=values["appNamespace"] or DEFAULT_APP_NAMESPACE,
                         project=values["project"], namespace=values["namespace"], health=values["health"],
                         revision=values["revision"], raw={k: v for k, v in values.items() if v is not None})
 
 
 def _answer(metrics: Metrics, started: float, outcome: str, status: int, body: dict[str, Any],
-            note: Notification | None) -> Response:
+            note: Notification | None, client: str | None) -> Response:
     elapsed = time.perf_counter() - started
     metrics.notifications.labels(outcome).inc()
-    metrics.latency.observe(elapsed)
+    if outcome in ("decided", "unavailable"):
+        metrics.latency.observe(elapsed)
     log.info("notification", extra={"fields": {
-        "status": status, "outcome": outcome, "app": f"{note.app_namespace}/{note.app}" if note else None,
+        "status": status, "outcome": outcome, "client": client,
+        "app": f"{note.app_namespace}/{note.app}" if note else None,
         "decisions": body.get("decisions"), "reason": body.get("reason") or body.get("error"),
         "latency_ms": round(elapsed * 1000, 2)}})
     return JSONResponse(body, status_code=status)
@@ -263,15 +281,22 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def run(app: Starlette, listen: str, *, graceful_seconds: float = 30.0) -> None:
+def run(app: Starlette, listen: str, *, graceful_seconds: float = 25.0, insecure: bool = False) -> None:
     """Serve until SIGTERM or SIGINT, then finish the requests in flight (at most `graceful_seconds`)."""
     host, port = parse_listen(listen)
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
+    config = uvicorn.Config(app, log_config=None, access_log=False,
                             timeout_graceful_shutdown=int(graceful_seconds), lifespan="off")
-    with json_logging():
+    with json_logging(), sock:
         log.info("listening", extra={"fields": {"listen": f"{host}:{port}", "path": PATH}})
-        server = _Server(config)
-        server.run()
-        if not server.started:
-            raise ConfigError(f"cannot listen on {listen}")
+        if insecure:
+            log.warning("authentication is off (--insecure-no-auth): anyone who reaches this port can trigger "
+                        "restarts", extra={"fields": {}})
+        _Server(config).run(sockets=[sock])
         log.info("stopped", extra={"fields": {}})

@@ -522,7 +522,10 @@ _SECRET_PARAMS = frozenset({"password", "sslpassword"})
 
 def display_url(url: str) -> str:
     """A database URL without its password (in the user info or as a query parameter)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket: show only the scheme
+        return url.split(":", 1)[0] + "://…"
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, hosts = netloc.rsplit("@", 1)
@@ -768,14 +771,18 @@ def open_store(url: str, *, writable: bool = True) -> AuditStore:
         raise StoreError("audit store: empty URL: use sqlite:///ABS/PATH, a path or postgresql://…")
     scheme = _SCHEME.match(url)
     store: SqliteStore | PostgresStore
-    if scheme is None:
-        store = SqliteStore(url)
-    elif scheme.group(1).lower() == "sqlite":
-        path = url[len(scheme.group(0)):]
-        if not path.startswith("/"):
+    if scheme is None or scheme.group(1).lower() == "sqlite":
+        path = url[len(scheme.group(0)):] if scheme else url
+        if scheme and not path.startswith("/"):
             raise StoreError(f"audit store {display_url(url)}: a SQLite URL takes an absolute path: sqlite:///ABS/PATH")
+        if not writable and not os.path.exists(path):  # reading: a typo must not create an empty store
+            raise StoreError(f"audit store {path}: no such file")
         store = SqliteStore(path)
     elif scheme.group(1).lower() in ("postgresql", "postgres"):
+        try:
+            urlsplit(url)
+        except ValueError as exc:
+            raise StoreError(f"audit store {display_url(url)}: invalid URL: {exc}") from None
         store = PostgresStore(url)
     else:
         raise StoreError(f"audit store {display_url(url)}: unknown scheme {scheme.group(1)!r}: "
