@@ -127,3 +127,26 @@ def test_a_placeholder_or_short_token_is_refused(setup: tuple[FakeApiServer, lis
     token.write_text(text)
     result = CliRunner().invoke(main, ["serve", *args[:-1], str(token)])
     assert result.exit_code == 2 and "at least 16 bytes, not a placeholder" in result.output
+
+
+def test_secrets_in_a_notification_never_reach_the_audit_output(tmp_path: Path) -> None:
+    """The trail keeps what was received; `audit` prints it redacted, in both formats."""
+    from argo_doctor.remediate.kube import KubeClient
+    from argo_doctor.remediate.policy import parse_policy
+    from argo_doctor.remediate.restarter import Notification, Restarter
+    from argo_doctor.remediate.store import open_store
+
+    token = "ghp_" + "Zq3" * 12
+    with FakeApiServer(installation(), writable=True) as api:
+        kube = KubeClient.connect(write_kubeconfig(tmp_path / "kubeconfig", {"fake": api}, "fake"))
+        db = f"sqlite:///{tmp_path / 'audit.db'}"
+        store = open_store(db)
+        restarter = Restarter(kube, parse_policy(POLICY, "p"), store, source="serve", instance="i")
+        raw = {**cluster.notification(), "revision": f"https://x-access-token:{token}@github.com/org/repo"}
+        restarter.notify(Notification("shop", "argocd", raw=raw))
+        store.close()
+        kube.close()
+    for output in ("table", "json"):
+        result = CliRunner().invoke(main, ["audit", "--audit-db", db, "-o", output])
+        assert result.exit_code == 0 and "apps/checkout" in result.output
+        assert token not in result.output
