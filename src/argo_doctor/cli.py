@@ -21,7 +21,16 @@ from rich.console import Console
 
 from argo_doctor import __version__, deprecations, helm, knowledge
 from argo_doctor.analyzers import BASE_NEEDS
-from argo_doctor.engine import health_assessor, needs_for, parse_options, run_scan, select_analyzers, signatures_for
+from argo_doctor.engine import (
+    health_assessor,
+    installation_map,
+    map_needs,
+    needs_for,
+    parse_options,
+    run_scan,
+    select_analyzers,
+    signatures_for,
+)
 from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.github import app as github_app
 from argo_doctor.model import Needs, Problem, Severity
@@ -37,6 +46,7 @@ from argo_doctor.report import audit as audit_report
 from argo_doctor.report import deprecations as deprecations_report
 from argo_doctor.report import github as github_report
 from argo_doctor.report import helm as helm_report
+from argo_doctor.report import map as map_report
 from argo_doctor.report import remediate as remediate_report
 from argo_doctor.report.columns import columns
 from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
@@ -456,6 +466,26 @@ def redact_command(source: Path, out: Path | None, force: bool) -> None:
     if not counts:
         click.echo("argo-doctor: nothing to redact", err=True)
     click.echo(str(out))
+
+
+@main.command("map")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Choice(map_report.OUTPUTS), default="table", show_default=True,
+              help="table, json (docs/map-output.md), or a graph: mermaid, dot.")
+@_live_options
+def map_command(paths: tuple[Path, ...], output: str, **live_kwargs: Any) -> None:
+    """Map the installation: every Argo component with its version, replicas, nodes and ServiceAccount, how it
+    integrates (which API, with what auth, for what), the permissions its ServiceAccount really has (aggregated
+    ClusterRoles resolved) and the findings of rbac-overbroad, rbac-missing and component-known-bug.
+
+    Exit status: 0, or 2 for a usage error or unreadable input.
+    """
+    with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+        snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), map_needs()))
+        found = installation_map(snap)
+        click.echo(map_report.render(output, found.components, found.permissions, found.result.findings,
+                                     snap.scrubber))
+    _problem_lines(found.result.problems, snap.scrubber)
 
 
 @main.command()

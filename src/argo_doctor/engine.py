@@ -10,6 +10,8 @@ from pathlib import Path
 from argo_doctor import knowledge
 from argo_doctor.analyzers import BASE_NEEDS, Analyzer, Context, all_analyzers
 from argo_doctor.errors import ConfigError
+from argo_doctor.facts.installation import INSTALLATION_NEEDS, InstalledComponent, component_permissions, installation
+from argo_doctor.facts.rbac import Permissions
 from argo_doctor.health import HealthAssessor, LuaHealthScripts
 from argo_doctor.model import Finding, Needs, Problem, TimelineEntry
 from argo_doctor.snapshot import Snapshot
@@ -173,3 +175,30 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
             seen.add(problem)
             result.append(problem)
     return result
+
+
+MAP_RULES = ("rbac-overbroad", "rbac-missing", "component-known-bug")
+"""The rules whose findings `map` shows beside the components (`scan` reports them too)."""
+
+
+@dataclass
+class InstallationMap:
+    """What `argo-doctor map` reports: the components with their integrations and effective permissions, and the
+    findings of the map's rules."""
+
+    components: list[InstalledComponent]
+    permissions: dict[tuple[str, str], Permissions]
+    """Effective permissions of each component's ServiceAccount, by (namespace, workload name)."""
+    result: ScanResult
+
+
+def map_needs() -> Needs:
+    """What a live `map` collects: the map rules' needs and the installation's settings."""
+    return needs_for(select_analyzers(MAP_RULES)) | INSTALLATION_NEEDS
+
+
+def installation_map(snap: Snapshot) -> InstallationMap:
+    """The installation map of a snapshot."""
+    result = run_scan(snap, select_analyzers(MAP_RULES))
+    components = installation(snap)
+    return InstallationMap(components, component_permissions(snap, components), result)

@@ -413,7 +413,8 @@ class Snapshot:
         labels = obj.labels
         if obj.kind != "Pod" and not labels:  # a workload without labels: its pod template's
             labels = mapping(mapping(mapping(obj.spec.get("template")).get("metadata")).get("labels"))
-        values = [labels.get("app.kubernetes.io/name"), labels.get("app")]
+        # `controller`: the label Argo Events puts on the Deployments of EventSources and Sensors
+        values = [labels.get("app.kubernetes.io/name"), labels.get("app"), labels.get("controller")]
         part_of = labels.get("app.kubernetes.io/part-of")
         for rule in component_rules():
             if any(v in rule.labels for v in values if v) and (rule.part_of is None or part_of == rule.part_of):

@@ -250,3 +250,10 @@ def test_bursts_kept_as_bursts_are_the_bursts_of_every_write() -> None:
             compared += 1
             assert starts == expected
     assert compared > 250
+
+
+def test_a_same_revision_sync_of_a_changed_source_is_a_change() -> None:
+    """The Image Updater's default write-back (argocd) changes the Application's source, not Git: the automated
+    sync that follows deploys the same revision with new kustomize images, and is no sync without change."""
+    doc = scan(EXAMPLES / "incidents" / "image-updater")
+    assert [f for f in doc["findings"] if f["rule"] == "auto-sync-without-change"] == []

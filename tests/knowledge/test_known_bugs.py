@@ -71,7 +71,7 @@ def test_other_symptoms_and_components_are_apart() -> None:
 def test_every_row_is_complete() -> None:
     for row in knowledge.load_rows("known_bugs.yaml"):
         assert {"id", "component", "affected", "symptom", "title", "issue", "fixed", "source"} <= set(row), row
-        assert row["issue"].startswith("https://github.com/argoproj/argo-rollouts/issues/")
+        assert row["issue"].startswith(("https://github.com/argoproj/", "https://github.com/argoproj-labs/")), row
         assert row["fixed"] is None or parse_version(row["fixed"]) is not None
         in_range((1, 0, 0), row["affected"])
         if row["fixed"]:  # the fixed release is outside the affected range

@@ -230,7 +230,8 @@ class AutoSyncWithoutChange(Analyzer):
             revision = _revision(cur)
             automated = mapping(cur.get("initiatedBy")).get("automated") is True
             start = parse_time(cur.get("deployStartedAt")) or parse_time(cur.get("deployedAt"))
-            if revision and revision == _revision(prev) and automated and start is not None:
+            if revision and revision == _revision(prev) and automated and start is not None \
+                    and not _spec_changed(prev, cur):
                 found.append(_Instance(start, revision, f".status.history[{index}]", [object_evidence(
                     app, f".status.history[{index}]",
                     f"automated sync {format_time(start)} deployed {revision[:12]} again "
@@ -487,3 +488,10 @@ class AutoSyncWithoutChange(Analyzer):
         functions = sorted({u.function for u in uses})
         return (f" The chart of this Application in the input calls {', '.join(functions)} (see "
                 "helm-nondeterministic-render).")
+
+
+def _spec_changed(prev: dict[str, Any], cur: dict[str, Any]) -> bool:
+    """Whether two history entries deployed different Application sources (parameter overrides, kustomize images
+    written back by the Image Updater, a new path): a sync of the same revision that is still a change. History
+    without `source`/`sources` (older Argo CD) cannot tell, and counts as unchanged."""
+    return any(key in prev and key in cur and prev[key] != cur[key] for key in ("source", "sources"))

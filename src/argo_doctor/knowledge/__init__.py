@@ -113,8 +113,22 @@ def parse_version(text: str | None) -> Version | None:
 
 def in_range(version: Version, affected: str) -> bool:
     """Whether `version` is inside `affected`: comparators separated by spaces or commas, all of which must hold
-    (`>=1.7.0 <1.8.0`); an empty range or `*` holds for every version. ValueError for a malformed range."""
-    for part in affected.replace(",", " ").split():
+    (`>=1.7.0 <1.8.0`); an empty range or `*` holds for every version. Alternatives separated by `||` hold when any
+    of them does (`<2.14.15 || >=3.0.0 <3.0.10`, for a fix shipped in several release lines). ValueError for a
+    malformed range."""
+    alternatives = affected.split("||")
+    if len(alternatives) > 1:
+        if any(not alternative.strip() for alternative in alternatives):
+            raise ValueError(f"malformed version range {affected!r}")
+        results = [_all_hold(version, a, affected) for a in alternatives]  # every side is checked for form
+        return any(results)
+    return _all_hold(version, affected, affected)
+
+
+def _all_hold(version: Version, comparators: str, affected: str) -> bool:
+    """Whether every comparator holds; every one is parsed, so a malformed one is refused whatever the version."""
+    held = True
+    for part in comparators.replace(",", " ").split():
         if part == "*":
             continue
         found = _COMPARATOR.fullmatch(part)
@@ -124,15 +138,16 @@ def in_range(version: Version, affected: str) -> bool:
         operator = found.group(1) or "=="
         holds = {"<": version < bound, "<=": version <= bound, ">": version > bound, ">=": version >= bound,
                  "==": version == bound, "=": version == bound}[operator]
-        if not holds:
-            return False
-    return True
+        held = held and holds
+    return held
 
 
 @dataclass(frozen=True)
 class KnownBug:
     """An upstream bug with a symptom a rule recognises. `confirmed` is True when the installed version is known
-    and inside `affected`, False when the version is unknown (the row may or may not apply)."""
+    and inside `affected`, False when the version is unknown (the row may or may not apply). `fixed` is the first
+    release with the fix (the lowest of `fixed_in`); `fixed_in` lists the first fixed release of every release line
+    the fix shipped in; `shown_by` is the rule whose finding shows the symptom, when one does."""
 
     id: str
     component: str
@@ -143,21 +158,38 @@ class KnownBug:
     fixed: str | None
     source: str
     confirmed: bool = True
+    shown_by: str | None = None
+    fixed_in: tuple[str, ...] = ()
 
     @property
     def number(self) -> str:
         """`#3843`: the issue number as upstream writes it."""
         return "#" + self.issue.rstrip("/").rsplit("/", 1)[-1]
 
+    def upgrade_to(self, version: Version) -> str | None:
+        """The release to upgrade to from `version`: the first fixed release above it in the same minor line, else
+        the lowest fixed release above it; None while the bug is open (or every fix is older, which a version
+        inside `affected` rules out)."""
+        releases = [(parse_version(v) or (0, 0, 0), v) for v in self.fixed_in or (self.fixed or "",) if v]
+        above = sorted(r for r in releases if r[0] > version)
+        same_line = [v for parsed, v in above if parsed[:2] == version[:2]]
+        return same_line[0] if same_line else (above[0][1] if above else None)
+
 
 @cache
 def _known_bug_rows() -> tuple[KnownBug, ...]:
     rows = []
     for row in load_rows("known_bugs.yaml"):
+        fixed = str(row["fixed"]) if row.get("fixed") else None
+        fixed_in = tuple(str(v) for v in row.get("fixed_in") or ([fixed] if fixed else []))
         bug = KnownBug(id=str(row["id"]), component=str(row["component"]), affected=str(row.get("affected") or ""),
                        symptom=str(row["symptom"]), title=str(row.get("title") or ""), issue=str(row["issue"]),
-                       fixed=str(row["fixed"]) if row.get("fixed") else None, source=str(row["source"]))
+                       fixed=fixed, source=str(row["source"]), shown_by=str(row["shown_by"]) if row.get("shown_by")
+                       else None, fixed_in=fixed_in)
         in_range((0, 0, 0), bug.affected)  # refuse a malformed range when the file is read, not when a rule asks
+        if any(parse_version(v) is None for v in fixed_in) or (fixed is not None and fixed not in fixed_in):
+            raise ValueError(f"knowledge/known_bugs.yaml: row {bug.id}: fixed {fixed!r} must be one of the "
+                             f"versions of fixed_in {list(fixed_in)!r}")
         rows.append(bug)
     return tuple(rows)
 
@@ -170,3 +202,17 @@ def known_bugs(component: str, symptom: str, version: str | None) -> list[KnownB
     if parsed is None:
         return [replace(b, confirmed=False) for b in rows]
     return [b for b in rows if in_range(parsed, b.affected)]
+
+
+def bugs_of(component: str) -> list[KnownBug]:
+    """Every known upstream bug of `component`, whatever the version, in file order."""
+    return [b for b in _known_bug_rows() if b.component == component]
+
+
+def bugs_affecting(component: str, version: str | None) -> list[KnownBug]:
+    """Every upstream bug of `component` (`argo-cd`, `argo-rollouts`, `argocd-image-updater`), whatever its symptom,
+    whose affected range holds `version`, in file order; none when the version is unknown."""
+    parsed = parse_version(version)
+    if parsed is None:
+        return []
+    return [b for b in _known_bug_rows() if b.component == component and in_range(parsed, b.affected)]
