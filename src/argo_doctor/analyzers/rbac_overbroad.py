@@ -10,9 +10,9 @@ the input, and the narrower rule to use instead.
 What the Argo projects' own installation manifests grant (Argo CD's application controller has every verb on
 every resource, its server get/patch/delete on everything, Rollouts, Workflows and Events read Secrets or exec
 into pods cluster-wide) is reported at info as the documented default, with how to restrict it. A grant counts as
-shipped when the shipped rules for that component cover it, compared rule by rule (`SHIPPED` below, from the
-install manifests of every release line), not by the role's name: a role named like the default with a rule
-added is reported for that rule.
+shipped when the shipped rules for that component cover it, compared rule by rule (knowledge/rbac_defaults.yaml,
+from the install manifests of every release line), not by the role's name: a role named like the default with a
+rule added is reported for that rule.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import object_evidence
 from argo_doctor.facts.rbac import RBAC_GROUP, RBAC_NEEDS, Binding, Grant, Source, grant_allows, resolve
-from argo_doctor.knowledge import in_range, parse_version
+from argo_doctor.knowledge import OptIn, Shipped, in_range, parse_version, shipped_rbac
 from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Component, Obj
 from argo_doctor.sources.objects import as_list, mapping
@@ -36,300 +36,6 @@ WRITE_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
 K8S_DOCS = "https://kubernetes.io/docs/concepts/security/rbac-good-practices/"
 BROAD_BUILTINS = ("admin", "edit")
 """Built-in ClusterRoles that, whatever the cluster adds to them, read and write Secrets and exec into pods."""
-
-
-# -- what the Argo projects ship ----------------------------------------------------------------------------------
-
-def _rule(groups: str, resources: str, verbs: str, names: str = "") -> dict[str, Any]:
-    """A PolicyRule from space-separated lists (`core` is the core group)."""
-    rule: dict[str, Any] = {"apiGroups": ["" if g == "core" else g for g in groups.split()],
-                            "resources": resources.split(), "verbs": verbs.split()}
-    if names:
-        rule["resourceNames"] = names.split()
-    return rule
-
-
-def _urls(urls: str, verbs: str) -> dict[str, Any]:
-    return {"nonResourceURLs": urls.split(), "verbs": verbs.split()}
-
-
-@dataclass(frozen=True, eq=False)
-class ShippedRole:
-    """A Role or ClusterRole as an Argo project's manifests ship it; its rules are the union over the release lines
-    listed in the entry's source. A ClusterRole's rules are granted cluster-wide, a Role's in the install
-    namespace."""
-
-    kind: str
-    name: str
-    rules: tuple[dict[str, Any], ...]
-
-
-@dataclass(frozen=True, eq=False)
-class OptIn:
-    """A rule the project's documentation tells operators to add for a feature."""
-
-    rule: dict[str, Any]
-    why: str
-
-
-@dataclass(frozen=True, eq=False)
-class Shipped:
-    """What an Argo component's ServiceAccount is granted by its project's installation manifests."""
-
-    product: str
-    components: tuple[str, ...]
-    """Component ids (knowledge/components.yaml) whose ServiceAccount this is."""
-    service_accounts: tuple[str, ...]
-    """The ServiceAccount names of the manifests and of the Helm charts."""
-    roles: tuple[ShippedRole, ...]
-    source: str
-    restrict: str
-    docs: tuple[str, ...]
-    versions: str = "*"
-    opt_ins: tuple[OptIn, ...] = ()
-
-
-ARGOCD_DOCS = ("https://argo-cd.readthedocs.io/en/stable/operator-manual/security/#cluster-rbac",
-               "https://argo-cd.readthedocs.io/en/stable/operator-manual/declarative-setup/#resource-exclusioninclusion",
-               "https://argo-cd.readthedocs.io/en/stable/operator-manual/installation/")
-ARGOCD_SOURCE = ("https://github.com/argoproj/argo-cd/tree/master/manifests (install.yaml, ha/install.yaml, "
-                 "namespace-install.yaml, v2.0 to v3.5)")
-ARGOCD_RESTRICT = (
-    "Argo CD's security guide says it needs cluster-wide read but not full write: edit the ClusterRole so that "
-    "writes are limited to the kinds (and, with Roles per namespace, the namespaces) Argo CD deploys, and make the "
-    "controller watch only those kinds with `resource.inclusions`/`resource.exclusions` in argocd-cm; or use the "
-    "namespaced installation (namespace-install.yaml), which has no ClusterRole and deploys through cluster "
-    "credentials limited to the namespaces listed."
-)
-SHIPPED: tuple[Shipped, ...] = (
-    Shipped(
-        "Argo CD", ("application-controller",), ("argocd-application-controller",),
-        (ShippedRole("ClusterRole", "argocd-application-controller",
-                     (_rule("*", "*", "*"), _urls("*", "*"))),
-         ShippedRole("Role", "argocd-application-controller", (
-             _rule("core", "secrets configmaps", "get list watch"),
-             _rule("argoproj.io", "applications applicationsets appprojects",
-                   "create get list watch update patch delete"),
-             _rule("core", "events", "create list"),
-             _rule("apps", "deployments", "get list watch")))),
-        ARGOCD_SOURCE, ARGOCD_RESTRICT, ARGOCD_DOCS),
-    Shipped(
-        "Argo CD", ("server",), ("argocd-server",),
-        (ShippedRole("ClusterRole", "argocd-server", (
-            _rule("*", "*", "delete get patch"),
-            _rule("*", "*/finalizers", "update"),  # master after v3.5
-            _rule("core", "events", "list"),
-            _rule("core", "pods pods/log", "get"),
-            _rule("argoproj.io", "applications applicationsets", "get list watch"),
-            _rule("batch", "jobs", "create"),
-            _rule("argoproj.io", "workflows", "create"))),
-         ShippedRole("Role", "argocd-server", (
-             _rule("core", "secrets configmaps", "create get list watch update patch delete"),
-             _rule("argoproj.io", "applications appprojects applicationsets",
-                   "create get list watch update delete patch"),
-             _rule("core", "events", "create list")))),
-        ARGOCD_SOURCE, ARGOCD_RESTRICT, ARGOCD_DOCS,
-        opt_ins=(
-            OptIn(_rule("* core", "pods/exec", "create"),
-                  "the web terminal (`exec.enabled` in argocd-cm) on Kubernetes before 1.31; from 1.31 the `get` the "
-                  "default grants suffices (docs/operator-manual/web_based_terminal.md)"),
-            OptIn(_rule("core", "events", "create"), "Applications in any namespace "
-                  "(examples/k8s-rbac/argocd-server-applications)"),
-            OptIn(_rule("argoproj.io", "applications", "create delete update patch"),
-                  "Applications in any namespace (examples/k8s-rbac/argocd-server-applications)"),
-        )),
-    Shipped(
-        "Argo CD", ("applicationset-controller",), ("argocd-applicationset-controller",),
-        (ShippedRole("ClusterRole", "argocd-applicationset-controller", (
-            _rule("argoproj.io", "applications applicationsets applicationsets/finalizers",
-                  "create delete get list patch update watch"),
-            _rule("argoproj.io", "appprojects", "get list watch"),
-            _rule("argoproj.io", "applicationsets/status", "get patch update"),
-            _rule("core", "events", "create get list patch watch"),
-            _rule("core", "secrets configmaps", "get list watch"),
-            _rule("core", "configmaps", "create update delete get list patch watch"),  # v2.10 to v3.1
-            _rule("apps extensions", "deployments", "get list watch"),  # up to v3.1
-            _rule("coordination.k8s.io", "leases", "create delete get list patch update watch"))),),
-        ARGOCD_SOURCE,
-        "The ClusterRole (since v2.10) serves ApplicationSets in any namespace; without that feature, the namespaced "
-        "Role argocd-applicationset-controller is enough and the ClusterRoleBinding can go. Secrets are read for "
-        "cluster generators and SCM/PR generator tokens.",
-        ("https://argo-cd.readthedocs.io/en/stable/operator-manual/applicationset/Appset-Any-Namespace/",)),
-    Shipped(
-        "Argo CD", ("notifications-controller",), ("argocd-notifications-controller",),
-        (ShippedRole("Role", "argocd-notifications-controller", (
-            _rule("argoproj.io", "applications appprojects", "get list watch update patch"),
-            _rule("core", "configmaps secrets", "list watch"),
-            _rule("core", "configmaps", "get", "argocd-notifications-cm"),
-            _rule("core", "secrets", "get", "argocd-notifications-secret"))),),
-        ARGOCD_SOURCE, ARGOCD_RESTRICT, ARGOCD_DOCS,
-        opt_ins=(OptIn(_rule("core", "secrets configmaps", "get list watch"),
-                       "Applications in any namespace (examples/k8s-rbac/argocd-server-applications, "
-                       "argocd-notifications-controller-cluster-apps)"),
-                 OptIn(_rule("argoproj.io", "applications", "get list watch update patch"),
-                       "Applications in any namespace"))),
-    Shipped(
-        "Argo CD", ("dex-server",), ("argocd-dex-server",),
-        (ShippedRole("Role", "argocd-dex-server", (_rule("core", "secrets configmaps", "get list watch"),)),),
-        ARGOCD_SOURCE, ARGOCD_RESTRICT, ARGOCD_DOCS),
-    Shipped(
-        "Argo CD", ("redis", "redis-ha", "redis-ha-haproxy"),
-        ("argocd-redis", "argocd-redis-ha", "argocd-redis-ha-haproxy"),
-        (ShippedRole("Role", "argocd-redis", (_rule("core", "secrets", "get", "argocd-redis"),
-                                               _rule("core", "secrets", "create"),
-                                               _rule("core", "endpoints", "get"))),),
-        ARGOCD_SOURCE, ARGOCD_RESTRICT, ARGOCD_DOCS),
-    Shipped(
-        "Argo CD Image Updater", ("image-updater",), ("argocd-image-updater",),
-        (ShippedRole("Role", "argocd-image-updater", (
-            _rule("core", "secrets configmaps", "get list watch"),
-            _rule("argoproj.io", "applications", "get list update patch"),
-            _rule("core", "events", "create"))),
-         ShippedRole("ClusterRole", "argocd-image-updater", (  # v0.15 and later: Applications in any namespace
-             _rule("core", "events", "create"),
-             _rule("argoproj.io", "applications", "get list update patch")))),
-        "https://github.com/argoproj-labs/argocd-image-updater/blob/v0.18.0/manifests/install.yaml (v0.9 to v0.18)",
-        "The updater needs get/list/update/patch on the Applications it updates and get/list/watch on the Secrets "
-        "and ConfigMaps of its own namespace, nothing more.",
-        ("https://argocd-image-updater.readthedocs.io/en/stable/install/installation/",), versions="<1.0.0"),
-    Shipped(
-        "Argo CD Image Updater", ("image-updater",), ("argocd-image-updater-controller", "argocd-image-updater"),
-        (ShippedRole("Role", "argocd-image-updater", (_rule("core", "secrets configmaps", "get list watch"),)),
-         ShippedRole("Role", "argocd-image-updater-leader-election-role", (
-             _rule("core", "configmaps", "get list watch create update patch delete"),
-             _rule("coordination.k8s.io", "leases", "get list watch create update patch delete"),
-             _rule("core", "events", "create patch"))),
-         ShippedRole("ClusterRole", "argocd-image-updater-manager-role", (  # a Role from v1.2
-             _rule("core", "events", "create"),
-             _rule("argocd-image-updater.argoproj.io", "imageupdaters", "create delete get list patch update watch"),
-             _rule("argocd-image-updater.argoproj.io", "imageupdaters/finalizers", "update"),
-             _rule("argocd-image-updater.argoproj.io", "imageupdaters/status", "get patch update"),
-             _rule("argoproj.io", "applications", "get list patch update watch"))),
-         ShippedRole("ClusterRole", "argocd-image-updater-metrics-auth-role", (
-             _rule("authentication.k8s.io", "tokenreviews", "create"),
-             _rule("authorization.k8s.io", "subjectaccessreviews", "create"))),
-         ShippedRole("ClusterRole", "argocd-image-updater-metrics-reader", (_urls("/metrics", "get"),))),
-        "https://github.com/argoproj-labs/argocd-image-updater/blob/v1.3.0/config/install.yaml (v1.0 to v1.3)",
-        "The updater needs get/list/patch/update/watch on the Applications its ImageUpdater resources select, "
-        "its own ImageUpdater resources, and get/list/watch on the Secrets and ConfigMaps of its own namespace.",
-        ("https://argocd-image-updater.readthedocs.io/en/stable/install/installation/",), versions=">=1.0.0"),
-    Shipped(
-        "Argo Rollouts", ("rollouts-controller",), ("argo-rollouts",),
-        (ShippedRole("ClusterRole", "argo-rollouts", (
-            _rule("argoproj.io", "rollouts rollouts/status rollouts/finalizers", "get list watch update patch"),
-            _rule("argoproj.io", "analysisruns analysisruns/finalizers experiments experiments/finalizers",
-                  "create get list watch update patch delete"),
-            _rule("argoproj.io", "analysistemplates clusteranalysistemplates", "get list watch"),
-            _rule("apps", "replicasets", "create get list watch update patch delete"),
-            _rule("core apps", "deployments podtemplates", "get list watch update"),
-            _rule("core", "services", "get list watch patch create delete"),
-            _rule("coordination.k8s.io", "leases", "create get update"),
-            _rule("core", "secrets configmaps", "get list watch"),
-            _rule("core", "pods", "list update watch"),
-            _rule("core", "pods/eviction", "create"),
-            _rule("core", "events", "create update patch"),
-            _rule("networking.k8s.io extensions", "ingresses", "create get list watch update patch"),
-            _rule("batch", "jobs", "create get list watch update patch delete"),
-            _rule("networking.istio.io", "virtualservices destinationrules", "watch get update patch list"),
-            _rule("split.smi-spec.io", "trafficsplits", "create watch get update patch"),
-            _rule("getambassador.io x.getambassador.io", "mappings ambassadormappings",
-                  "create watch get update list delete"),
-            _rule("core", "endpoints", "get"),
-            _rule("elbv2.k8s.aws eks.amazonaws.com", "targetgroupbindings", "list get"),
-            _rule("appmesh.k8s.aws", "virtualservices", "watch get list"),
-            _rule("appmesh.k8s.aws", "virtualnodes virtualrouters", "watch get list update patch"),
-            _rule("traefik.containo.us traefik.io", "traefikservices", "watch get update"),
-            _rule("apisix.apache.org", "apisixroutes", "watch get update"))),),
-        "https://github.com/argoproj/argo-rollouts/blob/v1.9.1/manifests/install.yaml (v1.1 to v1.9)",
-        "Rollouts reads Secrets cluster-wide for AnalysisTemplates and notifications. When the Rollouts live in a "
-        "few namespaces, install it namespaced (namespace-install.yaml, the controller's `--namespaced` flag) so "
-        "that the same rules are a Role in one namespace.",
-        ("https://argoproj.github.io/argo-rollouts/installation/",)),
-    Shipped(
-        "Argo Rollouts", ("rollouts-dashboard",), ("argo-rollouts-dashboard",),
-        (ShippedRole("ClusterRole", "argo-rollouts-dashboard", (
-            _rule("argoproj.io", "rollouts rollouts/status rollouts/finalizers", "get list watch update patch"),
-            _rule("argoproj.io", "analysisruns analysisruns/finalizers experiments experiments/finalizers",
-                  "create get list watch"),
-            _rule("argoproj.io", "analysistemplates clusteranalysistemplates", "get list watch"),
-            _rule("apps", "deployments", "get update list watch patch"),
-            _rule("apps", "replicasets", "get list watch"),
-            _rule("core", "pods", "list watch"))),),
-        "https://github.com/argoproj/argo-rollouts/blob/v1.9.1/manifests/dashboard-install.yaml (v1.0 to v1.9)",
-        "The dashboard reads Rollouts and their ReplicaSets and pods, and patches Rollouts and Deployments for its "
-        "actions; run it only where it is used (it has no authentication of its own).",
-        ("https://argoproj.github.io/argo-rollouts/dashboard/",)),
-    Shipped(
-        "Argo Workflows", ("workflow-controller",), ("argo", "argo-workflows-workflow-controller"),
-        (ShippedRole("ClusterRole", "argo-cluster-role", (
-            _rule("core", "pods pods/exec", "create get list watch update patch delete"),
-            _rule("core", "configmaps namespaces", "get watch list"),
-            _rule("core", "persistentvolumeclaims persistentvolumeclaims/finalizers", "create update delete get"),
-            _rule("argoproj.io", "workflows workflows/finalizers workflowtasksets workflowtasksets/finalizers "
-                  "workflowartifactgctasks", "get list watch update patch delete create"),
-            _rule("argoproj.io", "workflowtemplates workflowtemplates/finalizers clusterworkflowtemplates "
-                  "clusterworkflowtemplates/finalizers", "get list watch"),
-            _rule("argoproj.io", "workflowtaskresults", "list watch deletecollection"),
-            _rule("core", "serviceaccounts", "get list"),
-            _rule("argoproj.io", "cronworkflows cronworkflows/finalizers", "get list watch update patch delete"),
-            _rule("core", "events", "create patch"),
-            _rule("policy", "poddisruptionbudgets", "create get delete"),
-            _rule("core", "secrets", "get", "argo-workflows-agent-ca-certificates"))),
-         ShippedRole("Role", "argo-role", (
-             _rule("coordination.k8s.io", "leases", "create get update"),
-             _rule("core", "secrets", "get")))),
-        "https://github.com/argoproj/argo-workflows/tree/v4.1.2/manifests/cluster-install (v3.0 to v4.1)",
-        "The controller creates the Workflows' pods. When Workflows run in a few namespaces, use the namespaced "
-        "installation (manifests/namespace-install, `--namespaced`) or `--managed-namespace`.",
-        ("https://argo-workflows.readthedocs.io/en/latest/managed-namespace/",)),
-    Shipped(
-        "Argo Workflows", ("workflows-server",), ("argo-server", "argo-workflows-server"),
-        (ShippedRole("ClusterRole", "argo-server-cluster-role", (
-            _rule("core", "configmaps", "get watch list create update"),
-            _rule("core", "secrets", "get create list watch"),  # list and watch in v3.3 only
-            _rule("core", "pods pods/exec pods/log", "get list watch delete"),
-            _rule("core", "events", "watch create patch"),
-            _rule("core", "serviceaccounts", "get list watch"),
-            _rule("argoproj.io", "eventsources sensors workflows workfloweventbindings workflowtemplates "
-                  "cronworkflows clusterworkflowtemplates", "create get list watch update patch delete"))),),
-        "https://github.com/argoproj/argo-workflows/tree/v4.1.2/manifests/cluster-install (v3.0 to v4.1)",
-        "With `--auth-mode=client` or `sso` the server acts with the user's or the mapped ServiceAccount's "
-        "rights for most calls; its own ClusterRole can become a Role with the namespaced installation "
-        "(manifests/namespace-install, `--namespaced`).",
-        ("https://argo-workflows.readthedocs.io/en/latest/argo-server-auth-mode/",
-         "https://argo-workflows.readthedocs.io/en/latest/managed-namespace/")),
-    Shipped(
-        "Argo Events", ("events-controller",), ("argo-events-sa", "argo-events-controller-manager"),
-        (ShippedRole("ClusterRole", "argo-events-role", (
-            _rule("core", "events", "create patch"),
-            _rule("coordination.k8s.io", "leases", "get list watch create update patch delete"),
-            _rule("argoproj.io", "sensors sensors/finalizers sensors/status eventsources eventsources/finalizers "
-                  "eventsources/status eventbus eventbus/finalizers eventbus/status",
-                  "create delete deletecollection get list patch update watch"),
-            _rule("core", "pods pods/exec configmaps secrets services events persistentvolumeclaims",
-                  "create get list watch update patch delete"),
-            _rule("apps", "deployments statefulsets", "create get list watch update patch delete"),
-            _rule("batch", "jobs", "create get list watch update patch delete"),  # up to v1.2
-            _rule("apiextensions.k8s.io", "customresourcedefinitions",
-                  "create delete deletecollection get list patch update watch"))),),  # up to v1.2
-        "https://github.com/argoproj/argo-events/blob/v1.9.11/manifests/install.yaml (v1.0 to v1.9)",
-        "When EventSources and Sensors live in one namespace, use namespace-install.yaml (controller flag "
-        "`--namespaced`): the same rules as a Role.",
-        ("https://argoproj.github.io/argo-events/installation/",)),
-    Shipped(
-        "Argo Events", ("events-webhook",), ("argo-events-webhook-sa",),
-        (ShippedRole("ClusterRole", "argo-events-webhook", (
-            _rule("core", "secrets", "get list create update delete patch watch"),
-            _rule("core", "configmaps", "get list watch"),
-            _rule("apps", "deployments", "get list"),
-            _rule("admissionregistration.k8s.io", "validatingwebhookconfigurations",
-                  "get list create update delete patch watch"),
-            _rule("argoproj.io", "eventbus eventsources sensors", "get list watch"),
-            _rule("rbac.authorization.k8s.io", "clusterroles", "get list"))),),
-        "https://github.com/argoproj/argo-events/blob/v1.9.11/manifests/install-validating-webhook.yaml",
-        "The validating webhook reads and writes Secrets cluster-wide for its serving certificate; it is optional.",
-        ("https://argoproj.github.io/argo-events/validating-admission-webhook/",)),
-)
 
 
 # -- risks ----------------------------------------------------------------------------------------------------
@@ -438,7 +144,7 @@ def _covered(rules: Iterable[tuple[dict[str, Any], bool]], grant: Grant, sa_name
 def shipped_for(components: list[Component], service_account: str) -> list[Shipped]:
     """The shipped entries of a ServiceAccount: by the components that run as it, else by its name."""
     found = []
-    for entry in SHIPPED:
+    for entry in shipped_rbac():
         running = [c for c in components if c.name in entry.components]
         by_name = service_account in entry.service_accounts
         if not (running or by_name):
@@ -947,7 +653,7 @@ def _service_accounts(ctx: Context) -> dict[tuple[str, str], list[Component]]:
         found.setdefault(component_service_account(component), []).append(component)
     namespaces = {ns for ns, _ in found}
     unnamed = {name for ns, name in found if not ns}
-    known = {name for entry in SHIPPED for name in entry.service_accounts}
+    known = {name for entry in shipped_rbac() for name in entry.service_accounts}
 
     def add(namespace: str, name: str) -> None:
         """A ServiceAccount of an Argo namespace, or one named as the Argo projects name theirs (when the input

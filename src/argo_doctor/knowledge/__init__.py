@@ -216,3 +216,78 @@ def bugs_affecting(component: str, version: str | None) -> list[KnownBug]:
     if parsed is None:
         return []
     return [b for b in _known_bug_rows() if b.component == component and in_range(parsed, b.affected)]
+
+
+@dataclass(frozen=True, eq=False)
+class ShippedRole:
+    """A Role or ClusterRole as an Argo project's manifests ship it; its rules are the union over the release lines
+    listed in the entry's source. A ClusterRole's rules are granted cluster-wide, a Role's in the install
+    namespace."""
+
+    kind: str
+    name: str
+    rules: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, eq=False)
+class OptIn:
+    """A rule the project's documentation tells operators to add for a feature."""
+
+    rule: dict[str, Any]
+    why: str
+
+
+@dataclass(frozen=True, eq=False)
+class Shipped:
+    """What an Argo component's ServiceAccount is granted by its project's installation manifests."""
+
+    product: str
+    components: tuple[str, ...]
+    """Component ids (knowledge/components.yaml) whose ServiceAccount this is."""
+    service_accounts: tuple[str, ...]
+    """The ServiceAccount names of the manifests and of the Helm charts."""
+    roles: tuple[ShippedRole, ...]
+    source: str
+    restrict: str
+    docs: tuple[str, ...]
+    versions: str = "*"
+    opt_ins: tuple[OptIn, ...] = ()
+
+
+_POLICY_RULE_KEYS = ("apiGroups", "resources", "nonResourceURLs", "verbs", "resourceNames")
+
+
+def _policy_rule(value: Any, where: str) -> dict[str, Any]:
+    """A PolicyRule of knowledge/rbac_defaults.yaml, checked, with its keys in the order the manifests write them."""
+    rule = value if isinstance(value, dict) else {}
+    unknown = set(rule) - set(_POLICY_RULE_KEYS)
+    lists_of_text = all(isinstance(v, list) and v and all(isinstance(x, str) for x in v) for v in rule.values())
+    by_url = "nonResourceURLs" in rule
+    shape = ({"nonResourceURLs", "verbs"} == set(rule)) if by_url else {"apiGroups", "resources", "verbs"} <= set(rule)
+    if not rule or unknown or not lists_of_text or not shape:
+        raise ValueError(f"knowledge/rbac_defaults.yaml: {where}: malformed rule {value!r}")
+    return {key: list(rule[key]) for key in _POLICY_RULE_KEYS if key in rule}
+
+
+@cache
+def shipped_rbac() -> tuple[Shipped, ...]:
+    """The roles every Argo project's installation manifests give each component's ServiceAccount, in file order."""
+    entries = []
+    for row in load_rows("rbac_defaults.yaml"):
+        where = f"{row['product']} {list(row['service_accounts'])}"
+        roles = []
+        for role in row["roles"]:
+            if role["kind"] not in ("Role", "ClusterRole") or not role.get("rules"):
+                raise ValueError(f"knowledge/rbac_defaults.yaml: {where}: malformed role {role!r}")
+            roles.append(ShippedRole(kind=str(role["kind"]), name=str(role["name"]),
+                                     rules=tuple(_policy_rule(r, where) for r in role["rules"])))
+        entry = Shipped(
+            product=str(row["product"]), components=tuple(str(c) for c in row["components"]),
+            service_accounts=tuple(str(s) for s in row["service_accounts"]), roles=tuple(roles),
+            source=str(row["source"]), restrict=str(row["restrict"]), docs=tuple(str(d) for d in row["docs"]),
+            versions=str(row.get("versions") or "*"),
+            opt_ins=tuple(OptIn(rule=_policy_rule(o["rule"], where), why=str(o["why"]))
+                          for o in row.get("opt_ins") or ()))
+        in_range((0, 0, 0), entry.versions)  # refuse a malformed range when the file is read
+        entries.append(entry)
+    return tuple(entries)
