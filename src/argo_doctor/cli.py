@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select as io_select
 import shutil
 import signal
 import socket
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
@@ -33,6 +34,7 @@ from argo_doctor.engine import (
 )
 from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.github import app as github_app
+from argo_doctor.health import ARGOCD_PARITY
 from argo_doctor.model import Needs, Problem, Severity
 from argo_doctor.remediate.kube import KubeClient
 from argo_doctor.remediate.notifications import URL_HELP, notifications_config
@@ -251,10 +253,78 @@ def _snapshot(paths: tuple[Path, ...], workdir: Path, live: LiveArgs, needs: Nee
     return bundle.load(paths, workdir)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="argo-doctor")
+def _output_closed(exc: BaseException) -> bool:
+    """Whether `exc` is the write to a standard output or error whose reader went away (`... | head`), and not
+    a broken connection elsewhere (a socket to the cluster), which stays an error."""
+    if not isinstance(exc, BrokenPipeError):
+        return False
+    if not hasattr(io_select, "poll"):
+        return True
+    for fd in (1, 2):
+        try:
+            poller = io_select.poll()
+            poller.register(fd, io_select.POLLOUT)
+            if any(events & (io_select.POLLERR | io_select.POLLHUP) for _, events in poller.poll(0)):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def _die_of_broken_pipe() -> NoReturn:
+    """End as `grep` and `kubectl` do when their reader goes away: killed by SIGPIPE, without a message (exit
+    status 141 in a shell). Temporary directories are already removed: the commands' `with` blocks have ended."""
+    signo = getattr(signal, "SIGPIPE", None)
+    if signo is not None:
+        try:
+            signal.signal(signo, signal.SIG_DFL)
+            os.kill(os.getpid(), signo)
+        except (OSError, ValueError):
+            pass
+    os._exit(128 + (signo or 13))
+
+
+class _Main(click.Group):
+    """The command group: a standard output closed by its reader ends any command quietly (`_die_of_broken_pipe`),
+    including `--help` and `--version`, rather than as an internal error or click's exit status 1."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError as exc:
+            if _output_closed(exc):
+                _die_of_broken_pipe()
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            try:
+                return super().invoke(ctx)
+            finally:
+                if sys.stdout is not None:
+                    sys.stdout.flush()  # what is still buffered meets the closed pipe here, not at interpreter exit
+        except BrokenPipeError as exc:
+            if _output_closed(exc):
+                _die_of_broken_pipe()
+            raise
+        except SystemExit as exc:
+            # rich's Console meets a closed stdout by pointing it at /dev/null and exiting 1, which reads as
+            # "findings" (`Console.on_broken_pipe`)
+            if exc.code == 1 and isinstance(exc.__context__, BrokenPipeError):
+                _die_of_broken_pipe()
+            raise
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="argo-doctor",
+                      message=f"%(prog)s %(version)s (health checks as in Argo CD {ARGOCD_PARITY})")
 def main() -> None:
-    """Find out why Argo CD misbehaves, from a bundle, a cluster-info dump or manifest files."""
+    """Find out why Argo CD misbehaves, from a bundle, a cluster-info dump or manifest files.
+
+    Every command's output may be cut short by its reader (`argo-doctor scan B -o json | head`): the command
+    then ends without a message, killed by SIGPIPE like grep and kubectl (exit status 141 in a shell; 0 when
+    only its last write was cut short).
+    """
     _handle_signals()
 
 
@@ -794,6 +864,8 @@ class _errors_to_exit:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
         if exc is None or isinstance(exc, SystemExit | click.exceptions.Exit | click.ClickException):
             return False
+        if _output_closed(exc):
+            return False  # the reader went away: `_Main.invoke` ends the command quietly
         if isinstance(exc, ArgoDoctorError):
             _fail(str(exc), exc.exit_code, self.scrubber)
         if isinstance(exc, KeyboardInterrupt):

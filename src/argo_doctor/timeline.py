@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 from argo_doctor.model import Evidence, Finding, TimelineEntry
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.objects import mapping
 from argo_doctor.timeutil import parse_time
+
+_LINE = re.compile(r"(?<=:)(\d+)")
+
+
+def location_key(location: str) -> tuple[tuple[str | int, ...], str]:
+    """Sort key of a location: the numbers after a colon (line numbers, `file:2` before `file:1671`) compare as
+    numbers, the rest as text; the location itself breaks ties (`:02` and `:2`)."""
+    parts = _LINE.split(location)  # text, number, text, number, ..., text
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts)), location
 
 
 def component_of(snap: Snapshot, evidence: Evidence) -> str:
@@ -41,7 +51,7 @@ def build_timeline(snap: Snapshot, findings: list[Finding]) -> list[TimelineEntr
         for item, ids in merged.values()
         if item.time is not None
     ]
-    entries.sort(key=lambda e: (e.time, e.location))
+    entries.sort(key=lambda e: (e.time, location_key(e.location)))
     return entries
 
 
@@ -81,7 +91,7 @@ def full_timeline(snap: Snapshot, findings: list[Finding]) -> list[TimelineEntry
     for entry in context_entries(snap):
         if (entry.location, entry.excerpt) not in seen and entry.location not in seen_locations:
             entries.append(entry)
-    entries.sort(key=lambda e: (e.time, e.location))
+    entries.sort(key=lambda e: (e.time, location_key(e.location)))
     return entries
 
 

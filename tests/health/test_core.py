@@ -132,10 +132,19 @@ HPAS = {
     "argocd-server": Health(H, "the HPA controller was able to update the target scale to 3"),  # v2beta2
     "frontend": Health(H, "recommended size matches current size"),  # v2
     "wishlist-v2": Health(D, WISHLIST_SCALE),
-    # First matching condition wins: AbleToScale=True comes before ScalingActive=False.
-    "argocd-applicationset-controller": Health(H, "the HPA controller was able to get the target's current scale"),
-    # FailedGetExternalMetric is not one of the degraded reasons, AbleToScale is False.
-    "queue-worker": Health(P, "Waiting to Autoscale"),
+    # Degraded reasons are looked for first: ScalingActive=False wins over an earlier AbleToScale=True.
+    "argocd-applicationset-controller": Health(
+        D,
+        "the HPA was unable to compute the replica count: failed to get memory utilization: missing request "
+        "for memory in container applicationset-controller of Pod argocd-applicationset-controller-6b9c8d7f5-x2x7q",
+    ),
+    # FailedGetExternalMetric is a degraded reason since Argo CD v3.5.
+    "queue-worker": Health(
+        D,
+        "the HPA was unable to compute the replica count: unable to get external metric "
+        "jobs/sqs_messages_visible/nil: unable to fetch metrics from external metrics API: "
+        "the server is currently unable to handle the request",
+    ),
     "image-resizer": Health(
         D,
         "the HPA was unable to compute the replica count: failed to get cpu utilization: "
@@ -250,6 +259,7 @@ def test_hpa_v1_annotation_with_empty_list_waits() -> None:
 
 def test_hpa_scaling_limited_true_is_healthy() -> None:
     hpa = obj("hpas.yaml", "queue-worker")
+    del hpa["status"]["conditions"][1]  # drop the FailedGetExternalMetric condition, which would degrade it
     hpa["status"]["conditions"].append(
         {
             "lastTransitionTime": "2024-05-14T15:55:30Z",

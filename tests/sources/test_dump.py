@@ -65,3 +65,22 @@ def test_links_to_folders_are_not_followed(dump: Path) -> None:
     snap = bundle.load([dump], None)
     assert snap.problems == [] and len(snap.log_files) == 2
     assert pods(snap) == pods(bundle.load([BUNDLES / "cluster-info-dump"], None))
+
+
+def test_a_dump_without_nodes_json_is_read_as_a_dump(dump: Path) -> None:
+    """kubectl writes nodes.json first; a dump cut down, or written without the right to list nodes, lacks it."""
+    (dump / "nodes.json").unlink()
+    snap = bundle.load([dump], None)
+    assert "cluster-info-dump" in snap.formats
+    assert pods(snap) == pods(bundle.load([BUNDLES / "cluster-info-dump"], None))
+    assert snap.log_files, "the logs.txt of the dump are split into container logs"
+
+
+def test_a_manifest_folder_with_pods_yaml_is_not_taken_for_a_dump(tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "pods.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: a\n")
+    (tmp_path / "app" / "configmap.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: a\n")
+    snap = bundle.load([tmp_path], None)
+    assert "cluster-info-dump" not in snap.formats
+    assert snap.of_kind("ConfigMap")

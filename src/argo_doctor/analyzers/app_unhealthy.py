@@ -8,6 +8,7 @@ to their pods, with the pods' Warning events and the last lines their crashing c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -31,6 +32,12 @@ BLOCKING_CONDITIONS = ("ComparisonError", "InvalidSpecError")
 MAX_PODS = 3
 MAX_EVENTS = 5
 DOCS = ("https://argo-cd.readthedocs.io/en/stable/operator-manual/health/",)
+IMAGE_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
+CONFIG_REASONS = ("CreateContainerConfigError",)
+# How the kubelet names what a container's configuration lacks, e.g. `secret "db" not found`,
+# `configmap "app-env" not found`, `couldn't find key password in Secret shop/db`.
+_MISSING_OBJECT = re.compile(r'\b(secret|configmap)s? "([^"]+)" not found', re.IGNORECASE)
+_MISSING_KEY = re.compile(r"couldn't find key (\S+) in (Secret|ConfigMap) (?:([^/\s]+)/)?([^\s,]+)", re.IGNORECASE)
 
 
 @dataclass
@@ -197,19 +204,104 @@ def _same(a: Ref, b: Ref) -> bool:
     return a.kind == b.kind and a.name == b.name and a.namespace == b.namespace
 
 
+@dataclass(frozen=True)
+class PodFix:
+    """Why a failing pod fails, told apart by its containers' waiting reasons, and what to do."""
+
+    text: str
+    command: str
+
+
+def _waiting(pod: Obj) -> list[tuple[str, str, str, str]]:
+    """(container, image, reason, message) of every waiting container, init containers first."""
+    spec = mapping(pod.raw.get("spec"))
+    images = {
+        str(c.get("name")): str(c.get("image") or "")
+        for key in ("initContainers", "containers") for c in as_list(spec.get(key)) if isinstance(c, dict)
+    }
+    found = []
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in as_list(pod.status.get(key)):
+            if not isinstance(cs, dict):
+                continue
+            waiting = mapping(mapping(cs.get("state")).get("waiting"))
+            reason = str(waiting.get("reason") or "")
+            if reason:
+                name = str(cs.get("name") or "")
+                image = images.get(name) or str(cs.get("image") or "")
+                found.append((name, image, reason, str(waiting.get("message") or "")))
+    return found
+
+
+def _registry(image: str) -> str:
+    first = image.split("/", 1)[0] if "/" in image else ""
+    return first if ("." in first or ":" in first or first == "localhost") else "docker.io"
+
+
+def pod_fix(pod: Obj) -> PodFix:
+    """The fix for a failing pod: the image, its configuration, or why its container exits."""
+    ns, name = pod.namespace, pod.name
+    waiting = _waiting(pod)
+    pulls = [w for w in waiting if w[2] in IMAGE_REASONS]
+    if pulls:
+        container, image, reason, message = pulls[0]
+        secrets = [str(s.get("name")) for s in as_list(mapping(pod.raw.get("spec")).get("imagePullSecrets"))
+                   if isinstance(s, dict) and s.get("name")]
+        text = (
+            f"Pod {name} cannot get the image of container {container} ({reason}"
+            + (f": {message}" if message else "") + "). The container never started, so it has no logs to read. "
+        )
+        if reason == "InvalidImageName":
+            text += f"The image reference {image!r} is not valid: fix its name and tag in Git. "
+        elif reason == "ErrImageNeverPull":
+            text += (f"Its imagePullPolicy is Never and {image!r} is not on the node: set the policy to "
+                     "IfNotPresent or preload the image. ")
+        else:
+            text += (
+                f"Check that {image or 'the image'} exists (repository name and tag, or digest) in "
+                f"{_registry(image)}, and that the pod may pull it: "
+                + (f"its imagePullSecrets ({', '.join(secrets)}) must hold valid credentials for that registry "
+                   f"(`kubectl -n {ns} get secret {secrets[0]}`). " if secrets else
+                   "a private registry needs imagePullSecrets on the pod or its ServiceAccount. ")
+            )
+        text += "Fix the image reference or the credentials in Git and let Argo CD sync the fix."
+        return PodFix(text, f"kubectl -n {ns} describe pod {name}")
+    configs = [w for w in waiting if w[2] in CONFIG_REASONS]
+    if configs:
+        container, _, reason, message = configs[0]
+        text = (
+            f"Pod {name} cannot start container {container} ({reason}"
+            + (f": {message}" if message else "") + "): a Secret or ConfigMap it references (env, envFrom or a "
+            "volume), or a key in one, is missing. The container never started, so it has no logs to read. "
+            "Create the object (or the key) in the pod's namespace, or fix the reference in Git, and let Argo CD "
+            "sync the fix."
+        )
+        missing = _MISSING_OBJECT.search(message)
+        key = _MISSING_KEY.search(message)
+        if missing:
+            command = f"kubectl -n {ns} get {missing.group(1).lower()} {missing.group(2)}"
+        elif key:
+            command = f"kubectl -n {key.group(3) or ns} get {key.group(2).lower()} {key.group(4)} -o yaml"
+        else:
+            command = f"kubectl -n {ns} describe pod {name}"
+        return PodFix(text, command)
+    return PodFix(
+        "The workload's pods fail on their own: Argo CD applied what Git holds and cannot heal it. Read why "
+        "the container exits (its last log lines are in the evidence), fix the image or configuration in Git, "
+        "and let Argo CD sync the fix.",
+        f"kubectl -n {ns} logs {name} --previous --all-containers",
+    )
+
+
 def _remediation(app: Obj, culprits: list[Culprit], blocked: bool) -> Remediation:
     crashing = [(c, p) for c in culprits for p, h in c.pods if h.status == HealthStatus.DEGRADED]
     missing = [c for c in culprits if c.health.status == HealthStatus.MISSING]
     steps = []
     command = None
     if crashing:
-        _, pod = crashing[0]
-        steps.append(
-            "The workload's pods fail on their own: Argo CD applied what Git holds and cannot heal it. Read why "
-            "the container exits (its last log lines are in the evidence), fix the image or configuration in Git, "
-            "and let Argo CD sync the fix."
-        )
-        command = f"kubectl -n {pod.namespace} logs {pod.name} --previous --all-containers"
+        fix = pod_fix(crashing[0][1])
+        steps.append(fix.text)
+        command = fix.command
     if missing:
         steps.append(
             "Resources declared in Git are absent from the cluster: look at the last sync result "

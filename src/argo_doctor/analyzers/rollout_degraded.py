@@ -9,6 +9,7 @@ Restarting such a Rollout hides the failure for a while and fixes nothing, so th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from argo_doctor import knowledge
@@ -100,6 +101,10 @@ class RolloutDegraded(Analyzer):
         )
 
 
+_IMAGE = re.compile(r'(?:pulling|pull|unpack|resolve reference) image "([^"]+)"')
+_MISSING_OBJECT = re.compile(r'\b(secret|configmap)s? "([^"]+)" not found', re.IGNORECASE)
+
+
 def _short(reason: str, limit: int = 110) -> str:
     return reason if len(reason) <= limit else reason[: limit - 3].rstrip() + "..."
 
@@ -155,12 +160,20 @@ def _remediation(rollout: Obj, verdict: RolloutVerdict, pod: str | None,
                      "its configuration, and update the Rollout.")
         commands.append(f"kubectl logs {pod} -n {ns} --previous --all-containers" if pod else describe)
     if pods & {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull"}:
-        steps.append("The image cannot be pulled: check the image name and tag, that it exists in the registry, and "
-                     "the pull secret.")
+        images = sorted({m.group(1) for p in verdict.pods for m in _IMAGE.finditer(p.problem or "")})
+        steps.append("The new version's image cannot be pulled, so its containers never started and have no logs "
+                     "to read: check the image name and tag" + (f" ({', '.join(images)})" if images else "")
+                     + ", that it exists in the registry, and that the pod's imagePullSecrets (or its "
+                     f"ServiceAccount's) hold valid credentials for that registry (`kubectl get secret -n {ns}`). "
+                     "Fix the image reference in the Rollout and update it.")
         commands.append(describe)
     if pods & {"CreateContainerConfigError", "CreateContainerError"}:
+        missing = sorted({f"{m.group(1).lower()} {m.group(2)}" for p in verdict.pods
+                          for m in _MISSING_OBJECT.finditer(p.problem or "")})
         steps.append("A container cannot be created from its configuration: a ConfigMap, Secret or key it references "
-                     "is missing (the message names it). Create it or fix the reference.")
+                     "is missing (the message names it); it never started, so it has no logs to read. Create it or "
+                     "fix the reference" + (": " + ", ".join(f"`kubectl -n {ns} get {m}`" for m in missing)
+                                            if missing else "") + ".")
         commands.append(describe)
     if pods & {"Unschedulable", "Pending", "ContainerCreating", "PodInitializing"}:
         steps.append("The new pods do not start (the message and the pod's events say why, e.g. no node has room): "

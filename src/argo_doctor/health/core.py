@@ -37,6 +37,9 @@ SUSPENDED = HealthStatus.SUSPENDED
 UNKNOWN = HealthStatus.UNKNOWN
 
 IGNORE_RESTART_POLICY = "argocd.argoproj.io/ignore-restart-policy"
+ARGO_HOOK = "argocd.argoproj.io/hook"
+HELM_HOOK = "helm.sh/hook"
+_ARGO_HOOK_TYPES = ("PreSync", "Sync", "PostSync", "SyncFail", "Skip")
 
 
 def _typed(label: str, group: str, kind: str, versions: tuple[str, ...] | None) -> Callable[[F], F]:
@@ -125,16 +128,33 @@ def _containers(status: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     return [obj_map(c, f"status.{key}[{i}]") for i, c in enumerate(items)]
 
 
+def is_hook(annotations: Mapping[str, Any]) -> bool:
+    """gitops-engine's hook.IsHook: an Argo CD hook (unless only `Skip`), else a Helm hook but crd-install."""
+    if ARGO_HOOK in annotations:
+        text = annotations.get(ARGO_HOOK)
+        values = dict.fromkeys(v.strip() for v in (text if isinstance(text, str) else "").split(","))
+        types = [v for v in values if v in _ARGO_HOOK_TYPES]
+        return types != ["Skip"]
+    return HELM_HOOK in annotations and annotations.get(HELM_HOOK) != "crd-install"
+
+
 @_typed("Pod", "", "Pod", ("v1",))
 def pod_health(obj: Obj, version: str) -> Health:
-    """Pod: waiting errors (restartPolicy Always only), then by phase and readiness."""
+    """Pod: waiting errors (long-running pods only), then by phase and readiness.
+
+    A pod is long-running with restartPolicy Always, or with the ignore-restart-policy
+    annotation set to "true" when it is not a hook (the annotation is not honoured on hooks).
+    """
     spec, status = _spec(obj), _status(obj)
     restart_policy = obj_str(spec.get("restartPolicy"), "spec.restartPolicy")
     containers = _containers(status, "containerStatuses")
     message = obj_str(status.get("message"), "status.message")
+    annotations = obj_map(_meta(obj).get("annotations"), "metadata.annotations")
+    ignore_policy = annotations.get(IGNORE_RESTART_POLICY) == "true" and not is_hook(annotations)
+    long_running = restart_policy == "Always" or ignore_policy
 
     # Hook pods (OnFailure/Never) must not fail early on an image pull error.
-    if restart_policy == "Always":
+    if long_running:
         waiting_messages: list[str] = []
         for ctr in containers:
             state = obj_map(ctr.get("state"), "state")
@@ -161,8 +181,7 @@ def pod_health(obj: Obj, version: str) -> Health:
                 return Health(DEGRADED, fail)
         return Health(DEGRADED, "")
     if phase == "Running":
-        annotations = obj_map(_meta(obj).get("annotations"), "metadata.annotations")
-        if IGNORE_RESTART_POLICY in annotations or restart_policy == "Always":
+        if long_running:
             return _pod_running_health(status, containers)
         if restart_policy in ("OnFailure", "Never"):
             # Finite pods are usually hooks: Progressing until they finish.
@@ -374,16 +393,22 @@ _HPA_DEGRADED = {
     ("AbleToScale", "FailedGetScale"),
     ("AbleToScale", "FailedUpdateScale"),
     ("ScalingActive", "FailedGetResourceMetric"),
+    ("ScalingActive", "FailedGetObjectMetric"),
+    ("ScalingActive", "FailedGetPodsMetric"),
+    ("ScalingActive", "FailedGetExternalMetric"),
+    ("ScalingActive", "FailedComputeMetricsReplicas"),
     ("ScalingActive", "InvalidSelector"),
 }
 _HPA_HEALTHY_TYPES = ("AbleToScale", "ScalingLimited")
 
 
 def _hpa_verdict(conditions: list[dict[str, str]]) -> Health:
-    # First match wins, in the order the conditions are listed.
+    # Every condition is checked for a degraded reason (whatever its status) before any is
+    # checked for health; within each pass the first listed condition wins.
     for cond in conditions:
         if (cond["type"], cond["reason"]) in _HPA_DEGRADED:
             return Health(DEGRADED, cond["message"])
+    for cond in conditions:
         if cond["type"] in _HPA_HEALTHY_TYPES and cond["status"] == "True":
             return Health(HEALTHY, cond["message"])
     return _HPA_WAITING

@@ -1,5 +1,6 @@
 """Health of CustomResourceDefinitions, as Argo CD's built-in Lua check
-`resource_customizations/apiextensions.k8s.io/CustomResourceDefinition/health.lua` decides it.
+`resource_customizations/apiextensions.k8s.io/CustomResourceDefinition/health.lua` decides it
+(Argo CD v3.5.1).
 """
 
 from __future__ import annotations
@@ -7,15 +8,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from argo_doctor.health.luaish import concat, index, length
+from argo_doctor.health.fields import CheckError
+from argo_doctor.health.luaish import concat, index, length, lua_type
 from argo_doctor.health.types import Health, HealthStatus
 
 Obj = Mapping[str, Any]
 NO_CONDITIONS = "Status conditions not found"
+INSTALLING = "CRD is being installed"
+
+
+def _pairs(value: Any) -> list[Any]:
+    """The values Lua's pairs() visits in a table decoded from JSON (nil items are absent)."""
+    if isinstance(value, Mapping):
+        return [item for item in value.values() if item is not None]
+    if isinstance(value, list | tuple):
+        return [item for item in value if item is not None]
+    raise CheckError(f"bad argument #1 to pairs (table expected, got {lua_type(value)})")
 
 
 def crd_health(obj: Obj, version: str) -> Health:
-    """CustomResourceDefinition (any version): terminating, names accepted, established, schema."""
+    """CustomResourceDefinition (any version), as the v3.5 script decides it.
+
+    Terminating first (deletionTimestamp, then conditions), then the conditions in the order
+    they are listed: the first Terminating=True, NamesAccepted=False, NonStructuralSchema=True,
+    or Established=False with reason Installing decides; otherwise Healthy when Established=True.
+    """
     if index(index(obj, "metadata"), "deletionTimestamp") is not None:
         # Only reachable for objects Argo CD does not already call "Pending deletion".
         return Health(HealthStatus.PROGRESSING, "CRD is terminating")
@@ -23,27 +40,21 @@ def crd_health(obj: Obj, version: str) -> Health:
     if conditions is None or length(conditions) == 0:
         return Health(HealthStatus.PROGRESSING, NO_CONDITIONS)
 
-    established = terminating = names_rejected = violations = False
-    detail: Any = ""  # the message of the last condition that matched any test below
-    for cond in conditions if isinstance(conditions, list) else ():
-        if cond is None:
-            continue
+    established = False
+    for cond in _pairs(conditions):
         cond_type, cond_status = index(cond, "type"), index(cond, "status")
         if cond_type == "Terminating" and cond_status == "True":
-            terminating, detail = True, index(cond, "message")
+            return Health(HealthStatus.PROGRESSING, concat("CRD is terminating: ", index(cond, "message")))
         if cond_type == "NamesAccepted" and cond_status == "False":
-            names_rejected, detail = True, index(cond, "message")
-        if cond_type == "Established" and cond_status == "True":
-            established, detail = True, index(cond, "message")
+            return Health(HealthStatus.DEGRADED, concat("CRD names have not been accepted: ", index(cond, "message")))
         if cond_type == "NonStructuralSchema" and cond_status == "True":
-            violations, detail = True, index(cond, "message")
+            return Health(HealthStatus.DEGRADED, concat("Schema violations found: ", index(cond, "message")))
+        if cond_type == "Established":
+            if cond_status == "True":
+                established = True
+            elif index(cond, "reason") == "Installing":
+                return Health(HealthStatus.PROGRESSING, INSTALLING)
 
-    if terminating:
-        return Health(HealthStatus.PROGRESSING, concat("CRD is terminating: ", detail))
-    if names_rejected:
-        return Health(HealthStatus.DEGRADED, concat("CRD names have not been accepted: ", detail))
     if not established:
         return Health(HealthStatus.DEGRADED, "CRD is not established")
-    if violations:
-        return Health(HealthStatus.DEGRADED, concat("Schema violations found: ", detail))
     return Health(HealthStatus.HEALTHY, "CRD is healthy")

@@ -7,6 +7,7 @@ from argo_doctor.model import Problem
 from argo_doctor.report.columns import columns
 from argo_doctor.report.json import encode
 from argo_doctor.sources.redact import clean
+from argo_doctor.timeline import location_key
 
 ORDER = {"removed": 0, "deprecated": 1}
 
@@ -14,7 +15,7 @@ ORDER = {"removed": 0, "deprecated": 1}
 def render(uses: list[Use], problems: list[Problem], target: Version | None, output: str) -> str:
     """The uses, removed ones first; every text redacted, and without control characters but in JSON."""
     uses, problems = clean((uses, problems), human=output != "json")
-    uses = sorted(uses, key=lambda u: (ORDER.get(u.status, 2), u.location))
+    uses = sorted(uses, key=lambda u: (ORDER.get(u.status, 2), location_key(u.location)))
     version = f"{target[0]}.{target[1]}" if target else None
     if output == "json":
         doc = {

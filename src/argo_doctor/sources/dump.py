@@ -27,10 +27,15 @@ _MARKER_MAX = 4096
 
 
 def is_cluster_info_dump(root: Path) -> bool:
-    """A directory is a dump when it has `nodes.<ext>` and a namespace folder with a pods list."""
-    if not any(os.path.lexists(root / f"nodes.{ext}") for ext in ("json", "yaml", "txt")):
+    """A directory is a dump when a namespace folder has a pods list, and `nodes.<ext>` is at the top or, in a dump
+    without it (cut down, or written without the rights to list nodes), that folder also has kubectl's
+    `replication-controllers` list, which no hand-made manifest folder is likely to have."""
+    has_nodes = any(os.path.lexists(root / f"nodes.{ext}") for ext in ("json", "yaml", "txt"))
+    try:
+        return any(any(child.glob("pods.*")) and (has_nodes or any(child.glob("replication-controllers.*")))
+                   for child in _folders(root))
+    except OSError:  # an entry that cannot even be looked at (a link to an over-long name): not a dump
         return False
-    return any(any(child.glob("pods.*")) for child in _folders(root))
 
 
 def dump_object_files(root: Path) -> Iterator[Path]:
