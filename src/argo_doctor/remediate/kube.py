@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx2
 import msgspec
 
-from argo_doctor.sources.live import ApiError, http_client
+from argo_doctor.sources.live import ApiError, http_client, status_reason
 
 TIMEOUT = 5.0
 ROLLOUTS = "/apis/argoproj.io/v1alpha1"
@@ -76,7 +76,7 @@ class KubeClient:
         except (httpx2.TransportError, httpx2.DecodingError) as exc:
             raise KubeError(shown, None, f"connection failed: {exc or type(exc).__name__}") from None
         if response.status_code >= 400:
-            raise KubeError(shown, response.status_code, _reason(response))
+            raise KubeError(shown, response.status_code, status_reason(response))
         try:
             doc = msgspec.json.decode(response.content)
         except msgspec.DecodeError:
@@ -88,19 +88,6 @@ class KubeClient:
     def close(self) -> None:
         """Close the connections."""
         self._http.close()
-
-
-def _reason(response: httpx2.Response) -> str:
-    """`409 Conflict: <the Status message>`."""
-    message = ""
-    try:
-        doc = msgspec.json.decode(response.content)
-        if isinstance(doc, dict):
-            message = str(doc.get("message") or "")
-    except msgspec.DecodeError:
-        message = ""
-    head = f"{response.status_code} {response.reason_phrase}".strip()
-    return f"{head}: {message[:300]}" if message else head
 
 
 def rollout_path(namespace: str, name: str | None = None) -> str:

@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -313,9 +313,61 @@ def _step(step: Callable[[Any, Migration], None], migration: Migration, db: Any)
     step(db, migration)
 
 
-class SqliteStore:
+class _SqlStore:
+    """The reads both stores share, written once; each store gives its placeholder and its time conversions."""
+
+    url: str
+    _mark: ClassVar[str]
+    """The DB-API placeholder of the driver: `?` (sqlite3) or `%s` (psycopg)."""
+
+    def _run(self, what: str, work: Callable[[Any], T]) -> T:
+        raise NotImplementedError
+
+    def _db_time(self, value: datetime) -> Any:
+        """A time as the database stores it."""
+        raise NotImplementedError
+
+    def _time_of(self, value: Any) -> datetime:
+        """A time as the database returns it, as aware UTC."""
+        raise NotImplementedError
+
+    def last_restart(self, rollout: str) -> datetime | None:
+        row = self._run("cannot read", lambda db: db.execute(
+            f"SELECT max(time) FROM audit WHERE action = 'restarted' AND rollout = {self._mark}",
+            (_text(rollout),)).fetchone())
+        return self._time_of(row[0]) if row and row[0] else None
+
+    def restarts_since(self, since: datetime) -> int:
+        row = self._run("cannot read", lambda db: db.execute(
+            f"SELECT count(*) FROM audit WHERE action = 'restarted' AND time >= {self._mark}",
+            (self._db_time(since),)).fetchone())
+        return int(row[0]) if row else 0
+
+    def entries(self, since: datetime | None = None, limit: int | None = None) -> list[AuditEntry]:
+        query = f"SELECT id, {', '.join(_COLUMNS)} FROM audit"
+        params: list[Any] = []
+        if since is not None:
+            query += f" WHERE time >= {self._mark}"
+            params.append(self._db_time(since))
+        query += " ORDER BY time DESC, id DESC"
+        if limit is not None:
+            query += f" LIMIT {self._mark}"
+            params.append(max(0, int(limit)))
+        rows = self._run("cannot read", lambda db: db.execute(query, params).fetchall())
+        return [_entry(tuple(row), self._time_of(row[1])) for row in rows]
+
+
+class SqliteStore(_SqlStore):
     """The audit store in one SQLite file (WAL mode). One connection, used under a lock by every thread;
     other processes wait for each other through SQLite's busy timeout."""
+
+    _mark = "?"
+
+    def _db_time(self, value: datetime) -> Any:
+        return _sqlite_time(value)
+
+    def _time_of(self, value: Any) -> datetime:
+        return datetime.fromisoformat(value)
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(os.path.abspath(path))
@@ -427,29 +479,6 @@ class SqliteStore:
         entry.id = self._run("cannot record", work)
         return entry.id
 
-    def last_restart(self, rollout: str) -> datetime | None:
-        row = self._run("cannot read", lambda db: db.execute(
-            "SELECT max(time) FROM audit WHERE action = 'restarted' AND rollout = ?", (_text(rollout),)).fetchone())
-        return datetime.fromisoformat(row[0]) if row and row[0] else None
-
-    def restarts_since(self, since: datetime) -> int:
-        row = self._run("cannot read", lambda db: db.execute(
-            "SELECT count(*) FROM audit WHERE action = 'restarted' AND time >= ?", (_sqlite_time(since),)).fetchone())
-        return int(row[0])
-
-    def entries(self, since: datetime | None = None, limit: int | None = None) -> list[AuditEntry]:
-        query = f"SELECT id, {', '.join(_COLUMNS)} FROM audit"
-        params: list[Any] = []
-        if since is not None:
-            query += " WHERE time >= ?"
-            params.append(_sqlite_time(since))
-        query += " ORDER BY time DESC, id DESC"
-        if limit is not None:
-            query += " LIMIT ?"
-            params.append(max(0, int(limit)))
-        rows = self._run("cannot read", lambda db: db.execute(query, params).fetchall())
-        return [_entry(tuple(row), datetime.fromisoformat(row[1])) for row in rows]
-
     @contextlib.contextmanager
     def exclusive(self, timeout: float = EXCLUSIVE_TIMEOUT_S) -> Iterator[None]:
         """The process lock of this database, then `flock` on the lock file beside it."""
@@ -551,9 +580,17 @@ def _url_secrets(url: str) -> list[str]:
 Connection = psycopg.Connection[TupleRow]
 
 
-class PostgresStore:
+class PostgresStore(_SqlStore):
     """The audit store in a PostgreSQL database. One autocommit connection shared under a lock (reopened
     when it breaks), and a second one that holds the advisory lock of `exclusive()`."""
+
+    _mark = "%s"
+
+    def _db_time(self, value: datetime) -> Any:
+        return _utc(value)
+
+    def _time_of(self, value: Any) -> datetime:
+        return _utc(value)
 
     def __init__(self, url: str) -> None:
         self.url = display_url(url)
@@ -652,29 +689,6 @@ class PostgresStore:
             return int(row[0])
         entry.id = self._run("cannot record", work, idempotent=False)
         return entry.id
-
-    def last_restart(self, rollout: str) -> datetime | None:
-        row = self._run("cannot read", lambda conn: conn.execute(
-            "SELECT max(time) FROM audit WHERE action = 'restarted' AND rollout = %s", (_text(rollout),)).fetchone())
-        return _utc(row[0]) if row and row[0] else None
-
-    def restarts_since(self, since: datetime) -> int:
-        row = self._run("cannot read", lambda conn: conn.execute(
-            "SELECT count(*) FROM audit WHERE action = 'restarted' AND time >= %s", (_utc(since),)).fetchone())
-        return int(row[0]) if row else 0
-
-    def entries(self, since: datetime | None = None, limit: int | None = None) -> list[AuditEntry]:
-        query = f"SELECT id, {', '.join(_COLUMNS)} FROM audit"
-        params: list[Any] = []
-        if since is not None:
-            query += " WHERE time >= %s"
-            params.append(_utc(since))
-        query += " ORDER BY time DESC, id DESC"
-        if limit is not None:
-            query += " LIMIT %s"
-            params.append(max(0, int(limit)))
-        rows = self._run("cannot read", lambda conn: conn.execute(query, params).fetchall())
-        return [_entry(row, _utc(row[1])) for row in rows]
 
     @contextlib.contextmanager
     def exclusive(self, timeout: float = EXCLUSIVE_TIMEOUT_S) -> Iterator[None]:

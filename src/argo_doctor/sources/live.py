@@ -126,7 +126,7 @@ class ReadOnlyClient:
             if response.status_code >= 400:
                 if stream:
                     response.read()
-                raise ApiError(shown, response.status_code, _status_reason(response))
+                raise ApiError(shown, response.status_code, status_reason(response))
             return response
         raise ApiError(shown, None, "no answer after retries")  # pragma: no cover - the loop returns or raises
 
@@ -181,7 +181,7 @@ def _retry_after(header: str | None, attempt: int) -> float:
     return _backoff(attempt)
 
 
-def _status_reason(response: httpx2.Response) -> str:
+def status_reason(response: httpx2.Response) -> str:
     """`403 Forbidden: <the API's message>`, from a Status object when there is one."""
     message = ""
     try:
