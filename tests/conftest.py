@@ -13,6 +13,12 @@ BUNDLES = ROOT / "tests" / "bundles"
 EXAMPLES = ROOT / "examples"
 
 
+@pytest.fixture(autouse=True)
+def _empty_lua_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test sees an empty cache of Argo CD's Lua scripts, whatever the developer has fetched."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
 @pytest.fixture
 def bundles() -> Path:
     """The folder of test bundles."""

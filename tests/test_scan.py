@@ -239,7 +239,8 @@ def test_an_analyzer_crash_is_reported_and_exits_3(monkeypatch: pytest.MonkeyPat
     assert code == 3
     doc = json.loads(out[: out.rindex("}") + 1])
     assert _rules(doc) == {"app-unhealthy", "component-known-bug"}
-    assert {"location": "analyzer sync-failed", "message": "internal error: RuntimeError: boom"} in doc["errors"]
+    assert {"location": "analyzer sync-failed", "message": "internal error: RuntimeError: boom",
+            "kind": "error"} in doc["errors"]
 
 
 def test_unknown_kinds_in_builtin_looking_groups(tmp_path: Path) -> None:
@@ -250,4 +251,51 @@ def test_unknown_kinds_in_builtin_looking_groups(tmp_path: Path) -> None:
     )
     doc = _json_scan(tmp_path)
     unknown = sorted(e["message"].split(" (")[0] for e in doc["errors"] if "unknown kind" in e["message"])
-    assert unknown == ["unknown kind Foo", "unknown kind HTTPRoute"]
+    assert unknown == ["unknown kind Foo"]
+    notes = [e["message"] for e in doc["errors"] if "lua fetch" in e["message"]]
+    assert len(notes) == 1 and "HTTPRoute" in notes[0]
+
+
+def _notes_and_errors(tmp_path: Path) -> Path:
+    """Two collections of one Certificate (a duplicate and the note on its missing Lua script) and a file that is
+    not YAML (an error)."""
+    cert = ("apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: web\n  namespace: shop\n"
+            "  resourceVersion: \"{}\"\n")
+    (tmp_path / "monday.yaml").write_text(cert.format(7))
+    (tmp_path / "tuesday.yaml").write_text(cert.format(9))
+    (tmp_path / "broken.yaml").write_text("kind: [unclosed\n")
+    return tmp_path
+
+
+def test_notes_are_not_called_errors(tmp_path: Path) -> None:
+    """The duplicate and the Lua note are notes, apart from the input error, in every format."""
+    folder = _notes_and_errors(tmp_path)
+    doc = _json_scan(folder)
+    kinds = {e["location"]: e["kind"] for e in doc["errors"]}
+    assert kinds == {"broken.yaml:2": "error", "monday.yaml:1": "note", "Lua health scripts": "note"}
+    code, out = _scan(str(folder), "--fail-on", "never")
+    lines = [line.strip() for line in out.splitlines()]
+    assert code == 0 and "input problem" not in out
+    errors, notes = lines.index("1 input error(s); the scan went on without them:"), lines.index(
+        "2 note(s) on the input:")
+    assert lines[errors + 1].startswith("broken.yaml:2: ") and errors < notes
+    assert lines[notes + 1].startswith("monday.yaml:1: Certificate shop/web is read more than once")
+    code, markdown = _scan(str(folder), "-o", "markdown", "--fail-on", "never")
+    assert "## Input errors\n\n- `broken.yaml:2`" in markdown
+    assert "## Notes on the input\n\n- `monday.yaml:1`: Certificate shop/web" in markdown
+
+
+def test_timeline_reports_the_input_notes_and_errors(tmp_path: Path) -> None:
+    """`timeline` tells of the input as `scan` does, after the entries, and says so when it has no entry."""
+    folder = _notes_and_errors(tmp_path)
+    result = CliRunner().invoke(main, ["timeline", str(folder)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "no timeline entry: the input holds no timestamped log line, event, audit record or object"
+    assert "1 input error(s); the scan went on without them:" in lines and "2 note(s) on the input:" in lines
+    assert any(line.startswith("  monday.yaml:1: Certificate shop/web is read more than once") for line in lines)
+    doc = json.loads(CliRunner().invoke(main, ["timeline", str(folder), "-o", "json"]).stdout)
+    assert doc["timeline"] == [] and {(e["location"], e["kind"]) for e in doc["errors"]} == {
+        ("broken.yaml:2", "error"), ("monday.yaml:1", "note"), ("Lua health scripts", "note")}
+    window = CliRunner().invoke(main, ["timeline", str(EXAMPLES / "argocd-basic"), "--around", "2000-01-01T00:00:00Z"])
+    assert window.stdout.splitlines()[0].startswith("no timeline entry: none of the ")

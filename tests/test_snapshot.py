@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.snapshot import Snapshot, image_version
 from argo_doctor.sources import bundle
 from argo_doctor.sources.objects import RawObject
-from tests.conftest import EXAMPLES
+from tests.conftest import BUNDLES, EXAMPLES
+
+DUPLICATES = BUNDLES / "duplicate-objects"
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +111,159 @@ def test_reference_time_and_objects_added_in_process(tmp_path: Path) -> None:
 )
 def test_image_version(image: str, version: str | None) -> None:
     assert image_version(image) == version
+
+
+def test_two_kubectl_collections_keep_the_newer_copy_of_each_object() -> None:
+    """`argocd-namespace.yaml` is read first but is the later collection: its copies win, each duplicate is noted
+    at the copy left out, naming the copy kept, and the indexes hold one object per key."""
+    snap = bundle.load([DUPLICATES], None)
+    kept = {(o.kind, o.name): o.location for o in snap.all()}
+    assert kept == {
+        ("Deployment", "argocd-repo-server"): "objects/argocd-namespace.yaml:3",
+        ("Pod", "argocd-application-controller-0"): "objects/argocd-namespace.yaml:50",
+        ("Application", "guestbook"): "objects/argocd-namespace.yaml:92",
+        ("Application", "billing"): "objects/whole-cluster.yaml:135",
+    }
+    assert len(snap) == 4 and len(snap.of_kind("Application")) == 2 and len(snap.of_kind("Pod")) == 1
+    assert [o.location for o in snap.of_kind("Deployment", "apps")] == ["objects/argocd-namespace.yaml:3"]
+    assert snap.get("Pod", "argocd-application-controller-0", "argocd", "").uid.startswith("c3e9a7d2")  # type: ignore[union-attr]
+    (note,) = snap.problems
+    assert [d.note for d in snap.duplicates] == [note] * 3 and note.kind == "note"
+    assert [(d.dropped.location, d.identical) for d in snap.duplicates] == [
+        ("objects/whole-cluster.yaml:3", False), ("objects/whole-cluster.yaml:50", False),
+        ("objects/whole-cluster.yaml:99", False)]
+    assert (note.location, note.message) == ("objects/whole-cluster.yaml", (
+        "3 objects of objects/argocd-namespace.yaml are also in objects/whole-cluster.yaml: the newer copy of each is "
+        "used (in objects/argocd-namespace.yaml for all 3); e.g. Deployment argocd/argocd-repo-server "
+        "(objects/argocd-namespace.yaml:3 holds a newer version of it (resourceVersion 48790, this one 41203)); "
+        "Pod argocd/argocd-application-controller-0 (objects/argocd-namespace.yaml:50 holds another incarnation of it "
+        "(uid c3e9a7d2-5f41-4d08-8b6e-7a2f19d0e4b6, created later, at 2026-11-20T13:02:41Z): the object was deleted "
+        "and created again); Application argocd/guestbook (objects/argocd-namespace.yaml:92 holds a newer version of "
+        "it (resourceVersion 48811, this one 41250))"))
+
+
+def _collection(path: Path, versions: Sequence[int], names: range) -> None:
+    """A `kubectl get configmaps -o yaml` List of ConfigMaps `cm-N`, each at resourceVersion `versions[N]`."""
+    items = "".join(f"- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-{n}\n    namespace: shop\n"
+                    f"    resourceVersion: \"{versions[n]}\"\n  data:\n    key: v{versions[n]}\n" for n in names)
+    path.write_text(f"apiVersion: v1\nkind: List\nitems:\n{items}")
+
+
+def test_two_collections_of_300_objects_are_one_note_per_pair_of_inputs(tmp_path: Path) -> None:
+    """Two `kubectl get -o yaml` collections of 300 ConfigMaps: one note for the pair, counting which copy is used
+    and the identical ones, with a few examples; health still finds every copy in `duplicates`."""
+    _collection(tmp_path / "monday.yaml", range(1000, 1300), range(300))
+    later = [1000 + n if n < 200 else 2000 + n for n in range(300)]  # 200 unchanged, 97 newer, 3 older
+    later[297:] = [1, 2, 3]
+    _collection(tmp_path / "tuesday.yaml", later, range(300))
+    monday, tuesday = tmp_path / "monday.yaml", tmp_path / "tuesday.yaml"
+    snap = bundle.load([monday, tuesday], None)
+    assert len(snap) == 300 and len(snap.duplicates) == 300
+    (note,) = snap.problems
+    assert note.location == str(tuesday) and note.kind == "note"
+    assert note.message.startswith(
+        f"300 objects of {monday} are also in {tuesday} (200 of them identical): the newer copy of each is used (in "
+        f"{tuesday} for 297, in {monday} for 3); e.g. ConfigMap shop/cm-200 ({tuesday}:")
+    assert note.message.count("ConfigMap shop/") == 3 and "holds a newer version of it (resourceVersion 2200, this " \
+        "one 1200)" in note.message
+
+
+def test_a_scan_of_two_collections_judges_the_newer_one(tmp_path: Path) -> None:
+    """The older collection alone shows guestbook Degraded; with the newer one beside it, guestbook is Healthy and
+    the Argo CD version found is the newer one's."""
+    older = tmp_path / "older"
+    (older / "objects").mkdir(parents=True)
+    (older / "objects" / "whole-cluster.yaml").write_bytes((DUPLICATES / "objects" / "whole-cluster.yaml").read_bytes())
+    alone = run_scan(bundle.load([older], None), select_analyzers())
+    assert "app-unhealthy" in {f.rule for f in alone.findings}
+    both = run_scan(bundle.load([DUPLICATES], None), select_analyzers())
+    assert "app-unhealthy" not in {f.rule for f in both.findings}
+    bugs = [f for f in both.findings if f.rule == "component-known-bug"]
+    assert bugs and all("v2.13.3" in f.title for f in bugs)
+
+
+def _copy(name: str, location: str, uid: str = "", **meta: object) -> RawObject:
+    return RawObject({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": name, "namespace": "argocd", **({"uid": uid} if uid else {}), **meta}},
+                     location)
+
+
+def _kept(*copies: RawObject) -> tuple[str, str]:
+    """The location of the copy indexed, and the note about the other."""
+    snap = Snapshot("test")
+    for copy in copies:
+        snap.add(copy)
+    (duplicate,) = snap.duplicates
+    assert snap.problems == [duplicate.note] and len(snap.of_kind("ConfigMap")) == 1
+    assert snap.get("ConfigMap", "cm", "argocd", "") is duplicate.kept
+    return duplicate.kept.location, duplicate.note.message
+
+
+def test_a_resource_version_that_is_not_an_integer_falls_back_to_the_newest_time() -> None:
+    older = _copy("cm", "a.yaml:1", resourceVersion="41203",
+                  managedFields=[{"manager": "kubectl", "time": "2026-11-20T09:00:00Z"}])
+    newer = _copy("cm", "b.yaml:1", resourceVersion="opaque-7f",
+                  managedFields=[{"manager": "kubectl", "time": "2026-11-20T08:00:00Z"},
+                                 {"manager": "argocd-controller", "time": "2026-11-20T12:30:00Z"}])
+    location, note = _kept(newer, older)
+    assert location == "b.yaml:1"
+    assert note.endswith("b.yaml:1 holds a newer version of it (last changed at 2026-11-20T12:30:00Z); that copy is "
+                         "used, this one ignored")
+
+
+def test_integer_resource_versions_win_over_times() -> None:
+    high = _copy("cm", "a.yaml:1", resourceVersion="100", creationTimestamp="2026-11-20T08:00:00Z")
+    low = _copy("cm", "b.yaml:1", resourceVersion="99", managedFields=[{"time": "2026-11-21T00:00:00Z"}])
+    assert _kept(high, low)[0] == "a.yaml:1"
+
+
+def test_status_condition_times_count() -> None:
+    stale = RawObject({**_copy("cm", "a.yaml:1").data, "status": {"conditions": [
+        {"type": "Ready", "lastTransitionTime": "2026-11-20T09:00:00Z"}]}}, "a.yaml:1")
+    fresh = RawObject({**_copy("cm", "b.yaml:1").data, "status": {"conditions": [
+        {"type": "Ready", "lastTransitionTime": "2026-11-20T10:00:00Z"}]}}, "b.yaml:1")
+    assert _kept(fresh, stale)[0] == "b.yaml:1"
+
+
+def test_without_anything_to_compare_the_copy_read_last_wins() -> None:
+    location, note = _kept(_copy("cm", "a.yaml:1"), _copy("cm", "b.yaml:1"))
+    assert location == "b.yaml:1" and "neither copy says which version is newer" in note
+    location, note = _kept(_copy("cm", "a.yaml:1", resourceVersion="7"), _copy("cm", "b.yaml:1", resourceVersion="7"))
+    assert location == "b.yaml:1" and "the same version of it (resourceVersion 7)" in note
+
+
+def test_another_uid_is_another_incarnation_kept_by_creation_time() -> None:
+    recreated = _copy("cm", "a.yaml:1", uid="u-2", resourceVersion="5", creationTimestamp="2026-11-20T10:00:00Z")
+    deleted = _copy("cm", "b.yaml:1", uid="u-1", resourceVersion="900", creationTimestamp="2026-11-01T10:00:00Z")
+    location, note = _kept(recreated, deleted)
+    assert location == "a.yaml:1", "resourceVersions of two incarnations say nothing about which is newer"
+    assert "another incarnation of it (uid u-2, created later, at 2026-11-20T10:00:00Z)" in note
+    location, note = _kept(_copy("cm", "a.yaml:1", uid="u-1"), _copy("cm", "b.yaml:1", uid="u-2"))
+    assert location == "b.yaml:1" and "neither copy says which was created last" in note
+
+
+def test_the_same_object_twice_in_one_file_is_one_object(tmp_path: Path) -> None:
+    doc = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: argocd\n  resourceVersion: \"{rv}\"\n"
+           "data:\n  key: {value}\n")
+    (tmp_path / "cms.yaml").write_text(doc.format(rv=12, value="new") + "---\n" + doc.format(rv=11, value="old"))
+    snap = bundle.load([tmp_path / "cms.yaml"], None)
+    (cm,) = snap.of_kind("ConfigMap")
+    assert cm.raw["data"] == {"key": "new"}
+    assert [(p.location, p.message.split(":")[0]) for p in snap.problems] == [
+        (f"{tmp_path / 'cms.yaml'}:10", "ConfigMap argocd/cm is read more than once")]
+
+
+def test_objects_without_a_name_are_not_called_copies() -> None:
+    snap = Snapshot("test")
+    for location in ("repo/job-a.yaml:1", "repo/job-b.yaml:1"):
+        snap.add(RawObject({"apiVersion": "batch/v1", "kind": "Job",
+                            "metadata": {"generateName": "migrate-", "namespace": "shop"}}, location))
+    assert [(p.location, p.message) for p in snap.problems] == [(
+        "repo/job-a.yaml:1", "a Job without metadata.name in namespace shop, as is repo/job-b.yaml:1: objects are told "
+                             "apart by name, so only that one is used")]
+
+
+def test_a_resource_version_too_long_for_an_integer_is_not_compared() -> None:
+    huge = _copy("cm", "a.yaml:1", resourceVersion="9" * 5000, creationTimestamp="2026-11-20T10:00:00Z")
+    other = _copy("cm", "b.yaml:1", resourceVersion="12", creationTimestamp="2026-11-20T09:00:00Z")
+    assert _kept(huge, other)[0] == "a.yaml:1"  # by time, as when either is not an integer

@@ -35,6 +35,7 @@ from argo_doctor.engine import (
 from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.github import app as github_app
 from argo_doctor.health import ARGOCD_PARITY
+from argo_doctor.health import cache as lua_cache
 from argo_doctor.model import Needs, Problem, Severity
 from argo_doctor.remediate.kube import KubeClient
 from argo_doctor.remediate.notifications import URL_HELP, notifications_config
@@ -52,6 +53,7 @@ from argo_doctor.report import map as map_report
 from argo_doctor.report import remediate as remediate_report
 from argo_doctor.report.columns import columns
 from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
+from argo_doctor.report.table import problem_groups
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import bundle, rewrite
 from argo_doctor.sources import live as live_source
@@ -387,15 +389,18 @@ def timeline(
         snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), needs_for(analyzers)))
         result = run_scan(snap, analyzers)
         human = output != "json"
-        entries = clean(select(full_timeline(snap, result.findings), centre, width, components), snap.scrubber,
-                        human=human)
+        every = full_timeline(snap, result.findings)
+        entries = clean(select(every, centre, width, components), snap.scrubber, human=human)
         chained = clean([f for f in result.findings if f.chain], snap.scrubber, human=human)
+        # the timeline's own reads (logs around the findings) may add problems after the scan
+        problems = clean(list(dict.fromkeys(snap.problems)), snap.scrubber, human=human)
         if not human:
             doc = {
                 "timeline": [timeline_json(e) for e in entries],
                 "chains": [{"finding": f.id, "title": f.title, "steps": [
                     {**evidence_json(f.evidence[s["evidence"]]), "gapSeconds": s["gapSeconds"]} for s in chain_json(f)
                 ]} for f in chained],
+                "errors": [problem_json(p) for p in problems],
             }
             click.echo(encode(doc, snap.scrubber))
             return
@@ -406,13 +411,23 @@ def timeline(
             previous = entry.time
             rows.append((format_time(entry.time) or "", gap, entry.component, " ".join(entry.excerpt.split())[:160],
                          entry.location))
-        click.echo(columns(rows))
+        if entries:
+            click.echo(columns(rows))
+        elif every:
+            click.echo(f"no timeline entry: none of the {len(every)} timestamped facts of the input is in the window "
+                       "or of the components chosen")
+        else:
+            click.echo("no timeline entry: the input holds no timestamped log line, event, audit record or object")
         for finding in chained:
             click.echo(f"\nCausal chain ({finding.rule}): {finding.title}")
             for step in chain_json(finding):
                 item = finding.evidence[step["evidence"]]
                 gap = "" if step["gapSeconds"] is None else f"+{step['gapSeconds']:g} s  "
                 click.echo(f"  → {format_time(item.time)}  {gap}{' '.join(item.excerpt.split())[:140]}")
+        for heading, group in problem_groups(problems):
+            click.echo(f"\n{heading}")
+            for problem in group:
+                click.echo(f"  {problem.location}: {problem.message}")
 
 
 @main.command()
@@ -423,14 +438,20 @@ def timeline(
 def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...], **live_kwargs: Any) -> None:
     """Print the health Argo CD would show for every object in the files.
 
+    Each file's objects are assessed as they are: an object read more than once (two collections of one cluster)
+    is shown once per copy, and the table then starts with the LOCATION of each.
     Lua health customizations come from an argocd-cm ConfigMap among the inputs and from --lua-dir.
     """
     with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), DEPLOYED_NEEDS))
         assessor = health_assessor(snap, lua_dirs)
+        # every copy of an object read more than once is assessed, with its location: no copy is left out here
+        copies = [*snap.all(), *(d.dropped for d in snap.duplicates)]
         rows = [(obj, assessor.assess(obj.raw))
-                for obj in sorted(snap.all(), key=lambda o: (o.location.split(":")[0], o.kind, o.namespace, o.name))]
-        problems = [*snap.problems, *(Problem(p.location, p.message) for p in assessor.problems)]
+                for obj in sorted(copies, key=lambda o: (o.location.split(":")[0], o.kind, o.namespace, o.name))]
+        notes = {d.note for d in snap.duplicates}
+        problems = [*(p for p in snap.problems if p not in notes),
+                    *(Problem(p.location, p.message) for p in assessor.problems)]
         if output == "json":
             doc = {
                 "objects": [
@@ -445,11 +466,14 @@ def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...], **l
             }
             sys.stdout.write(encode(doc, snap.scrubber) + "\n")
             return
-        lines = [("KIND", "NAMESPACE", "NAME", "HEALTH", "MESSAGE")]
+        lines: list[tuple[str, ...]] = [("KIND", "NAMESPACE", "NAME", "HEALTH", "MESSAGE")]
         lines += clean([
             (o.kind, o.namespace, o.name, h.status.value if h else "-", " ".join(h.message.split()) if h else "")
             for o, h in rows
         ], snap.scrubber, human=True)
+        if snap.duplicates:  # the copies of one object differ only by where they were read
+            locations = clean([o.location for o, _ in rows], snap.scrubber, human=True)
+            lines = [(where, *line) for where, line in zip(["LOCATION", *locations], lines, strict=True)]
         click.echo(columns(lines))
         _problem_lines(problems, snap.scrubber)
 
@@ -558,6 +582,73 @@ def map_command(paths: tuple[Path, ...], output: str, **live_kwargs: Any) -> Non
     _problem_lines(found.result.problems, snap.scrubber)
 
 
+@main.group("lua")
+def lua_group() -> None:
+    """Argo CD's built-in Lua health scripts: fetch a release's into the cache, list what is cached.
+
+    scan, health, timeline and map use the cached scripts of the installation's Argo CD version (found in the
+    inputs) for the kinds that neither argocd-cm nor --lua-dir covers.
+    """
+
+
+@lua_group.command("fetch")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--argocd-version", "version", metavar="vX.Y.Z",
+              help="The Argo CD release, v3.5.1 or 3.5.1 (default: the version of the installation in PATHS, else "
+                   "the latest).")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def lua_fetch(paths: tuple[Path, ...], version: str | None, output: str) -> None:
+    """Download the health scripts of an Argo CD release (its source archive from GitHub), check that each compiles,
+    and cache them under $XDG_CACHE_HOME/argo-doctor/lua/<version>/ with a manifest.json.
+
+    PATHS are bundles, dumps or files as for scan, read only for the Argo CD version. Exit status: 0 when cached,
+    2 for a bad version, an unreachable or refused archive.
+    """
+    with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+        if version is not None:
+            version = lua_cache.check_version(version)
+        elif paths:
+            version = lua_cache.installed_argocd_version(bundle.load(paths, Path(workdir)))
+            if version is not None:
+                click.echo(f"argo-doctor: Argo CD {version} found in the inputs", err=True)
+        if version is None:
+            version = lua_cache.latest_version()
+            click.echo(f"argo-doctor: fetching the latest Argo CD release, {version}", err=True)
+        fetched = lua_cache.fetch(version)
+    if output == "json":
+        click.echo(encode({**lua_cache.manifest_json(fetched), "archiveSha256": fetched.archive_sha256}))
+        return
+    click.echo(f"Fetched {len(fetched.scripts)} health scripts of Argo CD {fetched.version} into {fetched.path}")
+    click.echo(f"from {fetched.source} (sha256 {fetched.archive_sha256})\n")
+    click.echo(columns([("GROUP", "KINDS"), *_kinds_by_group(fetched.scripts)]))
+
+
+def _kinds_by_group(scripts: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Rows of (group, its kinds) for `<group>/<Kind>` keys; `_` wildcards shown as `*`."""
+    groups: dict[str, list[str]] = {}
+    for key in scripts:
+        group, _, kind = key.rpartition("/")
+        groups.setdefault(group.replace("_", "*") or "(core)", []).append(kind.replace("_", "*"))
+    return [(group, ", ".join(kinds)) for group, kinds in sorted(groups.items())]
+
+
+@lua_group.command("list")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def lua_list(output: str) -> None:
+    """List the Argo CD versions whose health scripts are cached, newest first."""
+    with _errors_to_exit():
+        root = lua_cache.cache_root()
+    found = lua_cache.cached_versions(root)
+    if output == "json":
+        click.echo(encode({"cache": str(root), "versions": [lua_cache.manifest_json(c) for c in found]}))
+        return
+    if not found:
+        click.echo(f"argo-doctor: nothing cached in {root}; see `argo-doctor lua fetch`", err=True)
+        return
+    click.echo(columns([("VERSION", "SCRIPTS", "FETCHED", "PATH"),
+                        *((c.version, str(len(c.scripts)), c.fetched_at, str(c.path)) for c in found)]))
+
+
 @main.command()
 def rules() -> None:
     """List the rules (analyzers)."""
@@ -586,11 +677,15 @@ def signatures(rules_: tuple[str, ...], all_: bool) -> None:
 @_live_options
 def deprecations_command(paths: tuple[Path, ...], target_version: str | None, output: str, **live_kwargs: Any) -> None:
     """List uses of deprecated and removed APIs in manifests, chart templates, Kustomize trees and
-    bundles (live objects: per managedFields manager and last-applied annotation).
+    bundles (live objects: per managedFields manager and last-applied annotation). In chart templates,
+    `.Capabilities` conditions (semverCompare on KubeVersion, APIVersions.Has) are decided at the target
+    version; a use behind a condition that cannot be decided is listed as "may be used".
 
-    Exit status: 0 when nothing found is removed in the target version, 1 when something is, 2 for
-    bad options or when no input can be read.
+    Exit status: 0 when nothing found is certainly removed in the target version, 1 when something is,
+    2 for bad options or when no input can be read.
     """
+    from argo_doctor.helm.capabilities import template_apis  # the reader of chart templates
+
     with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         target = deprecations.parse_version(target_version) if target_version else None
         if target_version and target is None:
@@ -606,7 +701,7 @@ def deprecations_command(paths: tuple[Path, ...], target_version: str | None, ou
         roots = [item.path for item in inputs]
         target = target or _cluster_version(roots)
         labels = {item.path: f"{item.given.name}!" for item in inputs if item.extracted}
-        uses, found = deprecations.scan_paths(roots, target, labels)
+        uses, found = deprecations.scan_paths(roots, target, template_apis, labels)
         problems += found
     click.echo(deprecations_report.render(uses, problems, target, output))
     _problem_lines(problems)
@@ -627,25 +722,36 @@ def _cluster_version(roots: list[Path]) -> tuple[int, int] | None:
 
 
 @main.command("helm-check")
-@click.argument("chart", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("-f", "--values", "values_files", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.argument("chart", type=click.Path(path_type=Path))
+@click.option("-f", "--values", "values_files", multiple=True, type=click.Path(path_type=Path),
               help="A values file, as helm template -f (repeatable).")
-@click.option("--render-twice", is_flag=True, help="Also render twice with the helm binary on PATH and diff.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE[,KEY=VALUE]",
+              help="Set values as helm template --set does (repeatable; after the -f files).")
+@click.option("--set-string", "set_strings", multiple=True, metavar="KEY=VALUE[,KEY=VALUE]",
+              help="Set string values as helm template --set-string does (repeatable; applied last).")
+@click.option("--render-twice", is_flag=True,
+              help="Also render twice with the helm binary on PATH and diff (exit 2 when that cannot be done).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def helm_check(chart: Path, values_files: tuple[Path, ...], render_twice: bool, output: str) -> None:
-    """Find template calls whose output changes on every render (genCA, randAlphaNum, now, lookup…).
+def helm_check(chart: Path, values_files: tuple[Path, ...], sets: tuple[str, ...], set_strings: tuple[str, ...],
+               render_twice: bool, output: str) -> None:
+    """Find template calls whose output changes on every render (genCA, randAlphaNum, now, lookup…) with the
+    values in use; a call under a condition the values cannot decide is reported as "may be reached".
 
-    Exit status: 0 when the chart renders the same every time, 1 when it does not, 2 for bad input.
+    Exit status: 0 when the chart renders the same every time, 1 when it does not, 2 for bad input (not a chart,
+    an unreadable Chart.yaml, a values file or a --set helm would refuse). With --render-twice, 2 too when the two
+    renders cannot be made (no helm on PATH, helm template fails: the reason is the last line), unless the
+    analysis already found a call that changes on every render (1).
     """
     with _errors_to_exit():
-        report = helm.scan_chart(chart, values_files, render_twice)
+        report = helm.scan_chart(chart, values_files, render_twice, sets, set_strings, strict=True)
     if output == "json":
         click.echo(encode(helm_report.report_json(report)))
     else:
         click.echo(helm_report.report_text(report))
     if report.uses or report.render_diff:
         sys.exit(EXIT_FINDINGS)
+    if render_twice and report.render_diff is None:
+        sys.exit(EXIT_USAGE)
 
 
 @main.group("github-app")

@@ -12,7 +12,9 @@ from argo_doctor.analyzers import BASE_NEEDS, Analyzer, Context, all_analyzers
 from argo_doctor.errors import ConfigError
 from argo_doctor.facts.installation import INSTALLATION_NEEDS, InstalledComponent, component_permissions, installation
 from argo_doctor.facts.rbac import Permissions
-from argo_doctor.health import HealthAssessor, LuaHealthScripts
+from argo_doctor.health import HealthAssessor, HealthProblem, LuaHealthScripts
+from argo_doctor.health.assess import BUILTIN_LUA_CHECKS, GO_BUILTIN_CHECKS
+from argo_doctor.health.cache import installed_argocd_version, scripts_for
 from argo_doctor.model import Finding, Needs, Problem, TimelineEntry
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_logs
@@ -31,6 +33,11 @@ class ScanResult:
     stats: ScanStats = field(default_factory=ScanStats)
     crashed: list[str] = field(default_factory=list)
     """Rules whose analyzer raised: a bug; the CLI exits 3 after reporting the rest."""
+
+
+LUA_NOTE_LOCATION = "Lua health scripts"
+MAX_LISTED = 8
+"""Kinds named in the note about health scripts that are not cached; the rest are counted."""
 
 
 def select_analyzers(only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[Analyzer]:
@@ -69,12 +76,60 @@ def needs_for(analyzers: list[Analyzer]) -> Needs:
     return needs
 
 
-def health_assessor(snap: Snapshot, lua_dirs: tuple[Path, ...] = ()) -> HealthAssessor:
-    """A HealthAssessor with the Lua customizations of argocd-cm, then of each `--lua-dir`."""
+def health_assessor(snap: Snapshot, lua_dirs: tuple[Path, ...] = (), lua_cache: Path | None = None) -> HealthAssessor:
+    """A HealthAssessor with the Lua customizations of argocd-cm, then of each `--lua-dir`, then the scripts `lua
+    fetch` cached (in `lua_cache`, default the user's cache) for the installation's Argo CD version; with one note
+    for the kinds of the input that Argo CD would assess with a built-in script that none of these holds."""
     scripts = LuaHealthScripts.from_argocd_cm(snap.settings.cm)
     for folder in lua_dirs:
         scripts = scripts.merged(LuaHealthScripts.from_dir(folder))
-    return HealthAssessor(scripts)
+    installed = installed_argocd_version(snap)
+    cached, notes = scripts_for(installed, lua_cache)
+    in_use = cached is not None and any(
+        scripts.script_for(group, kind) is None and cached.script_for(group, kind) is not None
+        for group, kind in snap.kinds()
+    )
+    if not in_use:
+        notes = []  # the choice of a cached version is worth a word only when one of its scripts applies
+    missing = _kinds_without_script(snap, scripts.with_fallback(cached), installed)
+    if missing:
+        notes.append(_missing_scripts_note(snap, missing, installed))
+    return HealthAssessor(scripts.with_fallback(cached, notes))
+
+
+def _kinds_without_script(
+    snap: Snapshot, scripts: LuaHealthScripts, installed: str | None
+) -> list[tuple[str, str]]:
+    """The kinds of the input that Argo CD (the `installed` release when known) assesses with a built-in Lua script,
+    that no script here covers and argo-doctor does not re-implement."""
+    return sorted(
+        (group, kind) for group, kind in snap.kinds()
+        if knowledge.has_builtin_lua(group, kind, installed) and scripts.script_for(group, kind) is None
+        and (group, kind) not in BUILTIN_LUA_CHECKS and (group, kind) not in GO_BUILTIN_CHECKS
+    )
+
+
+def _missing_scripts_note(snap: Snapshot, kinds: list[tuple[str, str]], installed: str | None) -> HealthProblem:
+    """One note for all the kinds whose Argo CD health script is not at hand, naming the command that fetches it,
+    with the number of objects of each, and of the copies read when an object was read more than once (`health`
+    assesses every copy)."""
+    shown = []
+    for group, kind in kinds[:MAX_LISTED]:
+        count = len(snap.of_kind(kind, group))
+        copies = count + sum(1 for d in snap.duplicates if (d.dropped.group, d.dropped.kind) == (group, kind))
+        read = f"{count} object(s) in {copies} copies" if copies > count else str(count)
+        shown.append(f"{kind} ({group or 'core'}, {read})")
+    if len(kinds) > MAX_LISTED:
+        shown.append(f"and {len(kinds) - MAX_LISTED} more")
+    command = (f"`argo-doctor lua fetch --argocd-version {installed}`" if installed else
+               "`argo-doctor lua fetch --argocd-version vX.Y.Z` with the installation's version (none found in the "
+               "inputs; without the option: the latest release)")
+    where = f"Argo CD {installed}" if installed else "Argo CD"
+    return HealthProblem(
+        LUA_NOTE_LOCATION,
+        f"{len(kinds)} kind(s) get their health in {where} from a built-in Lua script that is not cached here, so "
+        f"their health is not assessed: {', '.join(shown)}; run {command}",
+    )
 
 
 def parse_options(pairs: tuple[str, ...], analyzers: list[Analyzer]) -> dict[str, str]:
@@ -144,8 +199,8 @@ def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> No
 
 
 def unknown_kinds(snap: Snapshot, scripts: LuaHealthScripts) -> list[Problem]:
-    """One problem per kind that neither Kubernetes, Argo, a CRD in the input nor a health
-    customization knows."""
+    """One problem per kind that neither Kubernetes, Argo, a CRD in the input, a health customization nor
+    Argo CD's built-in health scripts know."""
     defined: set[tuple[str, str]] = set()
     for crd in snap.of_kind("CustomResourceDefinition", "apiextensions.k8s.io"):
         names = crd.spec.get("names")
@@ -155,6 +210,8 @@ def unknown_kinds(snap: Snapshot, scripts: LuaHealthScripts) -> list[Problem]:
     problems = []
     for group, kind in sorted(snap.kinds()):
         if (group, kind) in known or (group, kind) in defined or scripts.script_for(group, kind) is not None:
+            continue
+        if knowledge.has_builtin_lua(group, kind):  # Argo CD knows it: health_assessor's note names it
             continue
         objs = snap.of_kind(kind, group)
         problems.append(

@@ -92,10 +92,12 @@ class Finding:
 
 @dataclass(frozen=True)
 class Problem:
-    """Input that could not be read or understood; the scan goes on without it."""
+    """Input that could not be read or understood (`kind` "error"; the scan goes on without it), or a note about
+    the input (`kind` "note": e.g. an object read twice, of which one copy is used)."""
 
     location: str
     message: str
+    kind: Literal["error", "note"] = "error"
 
 
 @dataclass(frozen=True)

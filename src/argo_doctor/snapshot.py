@@ -3,6 +3,7 @@ components, events, and lazily streamed logs, audit records and metrics. Times a
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from argo_doctor.sources.objects import (
     split_api_version,
 )
 from argo_doctor.sources.redact import SecretScrubber, redact_object, secret_values
-from argo_doctor.timeutil import parse_time
+from argo_doctor.timeutil import format_time, parse_time
 
 ARGOCD_GROUP = "argoproj.io"
 TAIL_BYTES = 64 << 10
@@ -163,6 +164,151 @@ class ArgoSettings:
         return self.cm.get("application.instanceLabelKey") or "app.kubernetes.io/instance"
 
 
+@dataclass(frozen=True)
+class Duplicate:
+    """An object read more than once (same group, kind, namespace and name): the copy the indexes hold, the copy
+    left out, what the copy kept is next to the other (`newer_copy`), and the copies of the same two inputs it is
+    summarised with in one note."""
+
+    kept: Obj
+    dropped: Obj
+    why: str
+    identical: bool
+    """Whether both copies hold exactly the same object."""
+    copies: Copies = field(compare=False, repr=False)
+
+    @property
+    def note(self) -> Problem:
+        """The note among the snapshot's problems that tells of this duplicate (with the others of its inputs)."""
+        return self.copies.note
+
+
+def _object_name(obj: Obj) -> str:
+    return f"{obj.kind} {obj.namespace}/{obj.name}" if obj.namespace else f"{obj.kind} {obj.name}"
+
+
+class Copies:
+    """The duplicates met between two inputs (or two files of one input, or inside one file), told in one note.
+
+    `first` is where the copies indexed earlier were read, `second` where the copies met later were; `named` is
+    False for objects without metadata.name (two objects that cannot be told apart, not copies)."""
+
+    EXAMPLES = 3
+
+    def __init__(self, first: str, second: str, named: bool) -> None:
+        self.first, self.second, self.named = first, second, named
+        self.duplicates: list[Duplicate] = []
+        self.examples: tuple[list[Duplicate], list[Duplicate]] = ([], [])
+        """A few duplicates whose copies differ, and a few identical ones."""
+        self.kept_second = self.identical = 0
+        self.note = Problem(second, "", "note")
+        self.index = -1
+        """Where the note is among the snapshot's problems."""
+
+    def add(self, duplicate: Duplicate, second: bool) -> None:
+        """Count `duplicate` (its copy met later is the one kept when `second`) and write the note again."""
+        self.duplicates.append(duplicate)
+        examples = self.examples[duplicate.identical]
+        if len(examples) < self.EXAMPLES:
+            examples.append(duplicate)
+        self.kept_second += second
+        self.identical += duplicate.identical
+        self.note = self._note()
+
+    def _note(self) -> Problem:
+        first, *_ = self.duplicates
+        if len(self.duplicates) == 1:  # one object: said as it is, where the copy left out is
+            if not self.named:
+                where = f" in namespace {first.dropped.namespace}" if first.dropped.namespace else ""
+                return Problem(first.dropped.location, f"a {first.dropped.kind} without metadata.name{where}, as is "
+                               f"{first.kept.location}: objects are told apart by name, so only that one is used",
+                               "note")
+            return Problem(first.dropped.location, f"{_object_name(first.dropped)} is read more than once: "
+                           f"{first.kept.location} holds {first.why}; that copy is used, this one ignored", "note")
+        count = len(self.duplicates)
+        if not self.named:
+            inputs = self.first if self.first == self.second else f"{self.first} and {self.second}"
+            return Problem(self.second, f"{count} objects without metadata.name in {inputs}: objects are told apart "
+                           "by name, so only one of each kind and namespace is used; e.g. " + "; ".join(
+                               f"a {d.kept.kind} ({d.kept.location} is used)"
+                               for d in self.duplicates[:self.EXAMPLES]), "note")
+        if self.first == self.second:
+            head = f"{count} objects are read more than once in {self.first}"
+        else:
+            head = f"{count} objects of {self.first} are also in {self.second}"
+        if self.identical == count:
+            return Problem(self.second, f"{head}, all identical: one copy of each is used", "note")
+        used = [(where, n) for where, n in ((self.second, self.kept_second), (self.first, count - self.kept_second))
+                if n]
+        if self.first == self.second:
+            which = ""
+        elif len(used) == 1:
+            which = f" (in {used[0][0]} for all {count})"
+        else:
+            which = " (" + ", ".join(f"in {where} for {n}" for where, n in used) + ")"
+        same = f" ({self.identical} of them identical)" if self.identical else ""
+        shown = [*self.examples[False], *self.examples[True]][:self.EXAMPLES]  # copies that differ first
+        examples = "; ".join(f"{_object_name(d.kept)} ({d.kept.location} holds {d.why})" for d in shown)
+        return Problem(self.second, f"{head}{same}: the newer copy of each is used{which}; e.g. {examples}", "note")
+
+
+_LINE = re.compile(r"^(.*):\d+(#items\[\d+\])?$")
+
+
+def location_file(location: str) -> str:
+    """The file part of an object's location (`objects/cms.yaml:12` → `objects/cms.yaml`)."""
+    match = _LINE.match(location)
+    return match.group(1) if match else location
+
+
+CONDITION_TIMES = ("lastTransitionTime", "lastUpdateTime", "lastHeartbeatTime", "lastProbeTime")
+
+
+def last_change(obj: Obj) -> datetime | None:
+    """The newest time an object states: its managedFields' times, its status conditions' times, its creation."""
+    times = [obj.created]
+    times += [parse_time(mapping(entry).get("time")) for entry in as_list(obj.meta.get("managedFields"))]
+    for condition in as_list(obj.status.get("conditions")):
+        times += [parse_time(mapping(condition).get(name)) for name in CONDITION_TIMES]
+    return max((t for t in times if t is not None), default=None)
+
+
+def _resource_version(obj: Obj) -> int | None:
+    """`metadata.resourceVersion` when it is a decimal integer (of at most 40 digits: etcd's are 64-bit), else
+    None."""
+    value = obj.meta.get("resourceVersion")
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 40 else None
+
+
+def newer_copy(earlier: Obj, later: Obj) -> tuple[Obj, str]:
+    """Of two copies of one object (`later` read last), the one to keep, and what it is next to the other.
+
+    Copies with different uids are two incarnations (the object was deleted and created again): the one created
+    last is kept. Otherwise they are versions of one object: the higher resourceVersion when both are integers
+    (Kubernetes documents resourceVersion as opaque, so comparing them is a heuristic that holds for the etcd
+    revisions the API server hands out), else the newest time either states (`last_change`), else the copy read
+    last."""
+    if earlier.uid and later.uid and earlier.uid != later.uid:
+        first, last = earlier.created, later.created
+        if first is not None and last is not None and first != last:
+            kept, created = (earlier, first) if first > last else (later, last)
+            return kept, (f"another incarnation of it (uid {kept.uid}, created later, at {format_time(created)}): "
+                          "the object was deleted and created again")
+        return later, (f"another incarnation of it (uid {later.uid}), read later; neither copy says which was "
+                       "created last")
+    old, new = _resource_version(earlier), _resource_version(later)
+    if old is not None and new is not None:
+        if old != new:
+            kept = earlier if old > new else later
+            return kept, f"a newer version of it (resourceVersion {max(old, new)}, this one {min(old, new)})"
+        return later, f"the same version of it (resourceVersion {old})"
+    times = last_change(earlier), last_change(later)
+    if times[0] is not None and times[1] is not None and times[0] != times[1]:
+        kept, newest = (earlier, times[0]) if times[0] > times[1] else (later, times[1])
+        return kept, f"a newer version of it (last changed at {format_time(newest)})"
+    return later, "another copy of it, read later; neither copy says which version is newer"
+
+
 SETTINGS_NAMES = {
     "argocd-cm": "cm",
     "argocd-cmd-params-cm": "cmd_params",
@@ -188,8 +334,19 @@ class Snapshot:
         `need` is `kind:<Kind or group/Kind>`, `logs`, `events`, `metrics`, `node-proxy`, `version` or
         `group:<group>`."""
         self.scrubber = SecretScrubber()
+        self.files_read: set[tuple[int, int]] = set()
+        """(device, inode) of each file read (objects, logs, audit logs, metrics), so that a link to one, or a file
+        given twice, is read once."""
+        self.duplicates: list[Duplicate] = []
+        """Objects read more than once, in the order met; the indexes hold only the copy kept."""
+        self.input_of: dict[str, str] = {}
+        """The input (the path given) each object file was read from, by the file's display name: duplicates
+        between two inputs are told in one note per pair of inputs."""
+        self._copies: dict[tuple[str, str, bool], Copies] = {}
         self._objects: dict[tuple[str, str, str, str], Obj] = {}
-        self._by_kind: dict[tuple[str, str], list[Obj]] = defaultdict(list)
+        self._by_kind: dict[tuple[str, str], dict[tuple[str, str, str, str], Obj]] = defaultdict(dict)
+        """Objects by (group, kind), each bucket in reading order (a newer copy takes the place of the one it
+        replaces)."""
 
     # -- building -------------------------------------------------------------------------
     def add(self, raw: RawObject) -> None:
@@ -206,13 +363,42 @@ class Snapshot:
         self.metrics_files.append(MetricsFile(path, display, root))
 
     def _index(self, obj: Obj) -> None:
+        """Index `obj`; an object already indexed under its key is a duplicate: the newer copy stays (`newer_copy`),
+        and one note among `problems` tells of all the duplicates of the same two inputs (`Copies`)."""
         key = obj.key
         previous = self._objects.get(key)
-        self._objects[key] = obj
-        bucket = self._by_kind[(obj.group, obj.kind)]
         if previous is not None:
-            bucket.remove(previous)
-        bucket.append(obj)
+            kept, why = newer_copy(previous, obj)
+            identical = (previous._body == obj._body if previous._body is not None and obj._body is not None
+                         else previous.raw == obj.raw)
+            copies = self._copies_of(previous, obj)
+            replaced = copies.note
+            copies.add(duplicate := Duplicate(kept, previous if kept is obj else obj, why, identical, copies),
+                       kept is obj)
+            self.duplicates.append(duplicate)
+            if 0 <= copies.index < len(self.problems) and self.problems[copies.index] is replaced:
+                self.problems[copies.index] = copies.note
+            else:  # the problems were rearranged since
+                copies.index = len(self.problems)
+                self.problems.append(copies.note)
+            if kept is previous:
+                return
+        self._objects[key] = self._by_kind[(obj.group, obj.kind)][key] = obj
+
+    def _copies_of(self, earlier: Obj, later: Obj) -> Copies:
+        """The Copies of the inputs two copies were read from: the inputs given when they differ (`input_of`),
+        else the files."""
+        first, second = location_file(earlier.location), location_file(later.location)
+        inputs = self.input_of.get(first), self.input_of.get(second)
+        if inputs[0] is not None and inputs[1] is not None and inputs[0] != inputs[1]:
+            first, second = inputs[0], inputs[1]
+        named = bool(later.name)
+        copies = self._copies.get((first, second, named))
+        if copies is None:
+            copies = self._copies[(first, second, named)] = Copies(first, second, named)
+            copies.index = len(self.problems)
+            self.problems.append(copies.note)
+        return copies
 
     # -- lookup ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -238,7 +424,7 @@ class Snapshot:
         result: list[Obj] = []
         for (g, k), objs in self._by_kind.items():
             if k == kind and (group is None or g == group):
-                result.extend(o for o in objs if namespace is None or o.namespace == namespace)
+                result.extend(o for o in objs.values() if namespace is None or o.namespace == namespace)
         return result
 
     def kinds(self) -> set[tuple[str, str]]:

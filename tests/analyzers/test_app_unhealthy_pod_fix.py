@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from argo_doctor.analyzers.app_unhealthy import pod_fix
+from argo_doctor.analyzers.common import pod_fix
 from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.snapshot import Obj, Snapshot
 from argo_doctor.sources.objects import RawObject
@@ -92,8 +92,11 @@ def _crashing() -> dict[str, Any]:
     return pod
 
 
-def _fix(raw: dict[str, Any]) -> tuple[str, str]:
-    fix = pod_fix(Obj.from_raw(raw, "objects/billing.yaml:1"))
+def _fix(raw: dict[str, Any], *others: dict[str, Any]) -> tuple[str, str]:
+    snap = Snapshot("test")
+    for index, other in enumerate(others):
+        snap.add(RawObject(other, f"objects/billing.yaml:{index * 20 + 1}"))
+    fix = pod_fix(snap, Obj.from_raw(raw, "objects/billing.yaml:1"))
     return fix.text, fix.command
 
 
@@ -137,6 +140,40 @@ def test_create_container_config_error_is_about_configuration(message: str, comm
     assert got == command
     assert f"(CreateContainerConfigError: {message})" in text
     assert "Secret or ConfigMap" in text and "no logs to read" in text
+
+
+def _secret(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": "billing", "uid": f"uid-{name}"},
+            "data": {"DB_PASSWORD": "c2VjcmV0LXZhbHVl"}}
+
+
+def test_a_secret_not_found_among_the_collected_secrets_is_missing() -> None:
+    text, _ = _fix(_pod("CreateContainerConfigError", 'secret "ledger-db" not found'), _secret("harbor-pull"))
+    assert "The input holds the Secrets of namespace billing and ledger-db is not among them." in text
+    assert "unknown" not in text
+
+
+def test_a_secret_the_input_did_not_collect_is_unknown() -> None:
+    text, _ = _fix(_pod("CreateContainerConfigError", 'secret "ledger-db" not found'))
+    assert "The kubelet's message is the only word on Secret billing/ledger-db" in text
+    assert "the input holds no Secret in namespace billing (that kind was not collected there)" in text
+    assert "is not among them" not in text
+
+
+def test_a_secret_the_input_holds_was_created_since() -> None:
+    text, _ = _fix(_pod("CreateContainerConfigError", 'secret "ledger-db" not found'), _secret("ledger-db"))
+    assert "The input holds Secret billing/ledger-db: it was created after the kubelet's last attempt" in text
+
+
+def test_a_refused_secret_list_makes_absence_unknown() -> None:
+    snap = Snapshot("test")
+    snap.add(RawObject(_secret("harbor-pull"), "objects/billing.yaml:1"))
+    snap.unread.append({"what": "list secrets in billing", "request": "GET /api/v1/namespaces/billing/secrets",
+                        "reason": "forbidden", "need": "kind:Secret", "status": "403"})
+    fix = pod_fix(snap, Obj.from_raw(_pod("CreateContainerConfigError", 'secret "ledger-db" not found'),
+                                     "objects/billing.yaml:30"))
+    assert "was not collected there" in fix.text
 
 
 def test_a_crashing_container_still_gets_its_logs() -> None:

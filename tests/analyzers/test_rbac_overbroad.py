@@ -16,7 +16,7 @@ from argo_doctor.model import Finding, Severity
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import bundle
 from argo_doctor.sources.objects import RawObject
-from tests.conftest import BUNDLES, scan_json
+from tests.conftest import BUNDLES, EXAMPLES, scan_json
 
 Raw = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -105,6 +105,23 @@ def test_argocd_and_image_updater_as_shipped_give_only_info() -> None:
     assert "reads Secrets cluster-wide" in appset.title and "ApplicationSets in any namespace" in appset.summary
     assert "kind: Role\nmetadata:\n  name: argocd-applicationset-controller-namespaced\n  namespace: argocd" in (
         appset.remediation.patch or "")
+
+
+def test_the_restrict_advice_follows_the_role_kind_and_the_component() -> None:
+    """argocd-basic ships the controller's namespaced Role and the server's ClusterRole: neither is told to edit
+    "the ClusterRole" so that "the controller" watches less."""
+    found = findings(EXAMPLES / "argocd-basic")
+    role = found["RoleBinding/argocd/argocd-application-controller"]
+    assert role.remediation.text.startswith("Role/argocd/argocd-application-controller grants only in namespace "
+                                            "argocd")
+    assert role.remediation.patch is None  # already a Role: no namespaced copy of it
+    server = found["ClusterRoleBinding/argocd-server"]
+    for text in (role.remediation.text, role.summary, server.remediation.text, server.summary):
+        assert "edit the ClusterRole" not in text and "make the controller watch" not in text
+    assert "edit ClusterRole/argocd-server so that the writes it grants ServiceAccount argocd/argocd-server" in (
+        server.remediation.text)
+    control = found["ClusterRoleBinding/argocd-application-controller"]
+    assert "make the controller watch only those kinds" in control.remediation.text
 
 
 def test_the_scan_output_follows_the_contract() -> None:

@@ -108,3 +108,21 @@ def test_the_private_key_never_leaves(path: Path) -> None:
     for output in ("json", "table", "markdown"):
         result = CliRunner().invoke(main, ["scan", str(path), "-o", output, "--fail-on", "never"])
         assert "PRIVATE KEY" not in result.output and "MII" not in result.output
+
+
+def test_the_summary_fix_says_what_it_knows_about_each_node() -> None:
+    """All in sync: nothing to do. Some unknown: those are named with what they lack. All unknown (argocd-basic
+    asked for more samples than it holds): no word of nodes in sync, only what is missing to decide."""
+    (some,) = by_rule(scan(BUNDLES / "repo-flapping-json"), "node-clock-skew")[-1:]
+    assert some["title"] == "Node clocks: 1 skewed, 1 in sync, 1 unknown"
+    text = some["remediation"]["text"]
+    assert text.startswith("See the node-clock-skew findings of the skewed nodes. The clock offset of node-b could "
+                           "not be measured") and "kube-node-lease" in text
+    (none,) = by_rule(scan(EXAMPLES / "argocd-basic", "--option", "node-clock-skew.min-samples=100"),
+                      "node-clock-skew")
+    assert none["title"] == "Node clocks: 0 skewed, 0 in sync, 3 unknown"
+    text = none["remediation"]["text"]
+    assert "in sync" not in text and text.startswith("No node's clock offset could be measured")
+    assert "`argo-doctor collect`" in text and "timedatectl status" in text
+    (all_known,) = by_rule(scan(EXAMPLES / "incidents" / "unwanted-sync"), "node-clock-skew")
+    assert all_known["remediation"]["text"] == "Nothing to do for the nodes in sync."

@@ -24,3 +24,6 @@ def test_image_pull_fix_names_the_image_and_credentials() -> None:
 def test_missing_secret_fix_names_the_object() -> None:
     text = _remediation("config/settings-api")
     assert "`kubectl -n config get secret settings-api-db`" in text
+    # the bundle holds no Secret of namespace config: the kubelet's message is the only word on it
+    assert ("The kubelet's message is the only word on Secret config/settings-api-db: the input holds no Secret in "
+            "namespace config (that kind was not collected there), so whether it exists is unknown.") in text

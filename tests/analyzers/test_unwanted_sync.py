@@ -257,3 +257,31 @@ def test_a_same_revision_sync_of_a_changed_source_is_a_change() -> None:
     sync that follows deploys the same revision with new kustomize images, and is no sync without change."""
     doc = scan(EXAMPLES / "incidents" / "image-updater")
     assert [f for f in doc["findings"] if f["rule"] == "auto-sync-without-change"] == []
+
+
+BASIC = EXAMPLES / "argocd-basic"
+
+
+def test_the_writes_of_a_new_commit_in_its_deploy_second_are_no_second_sync() -> None:
+    """payments-api's deploy of 4d1f9b7 is stored as 13:44:03Z; the controller's patch of that deploy was logged
+    at 13:44:03.406: the same sync, not another one of the same revision."""
+    assert [f for f in scan(BASIC)["findings"] if f["rule"] == "auto-sync-without-change"] == []
+
+
+def test_a_resync_that_changed_a_generated_config_map_gets_the_generator_fix(tmp_path: Path) -> None:
+    bundle = tmp_path / "resync"
+    shutil.copytree(BASIC, bundle)
+    path = bundle / "objects" / "argocd" / "applications.yaml"
+    docs = list(yaml.safe_load_all(path.read_text()))
+    (app,) = [d for d in docs if d and d["metadata"]["name"] == "payments-api"]
+    app["status"]["history"][-2]["revision"] = app["status"]["history"][-1]["revision"]  # nobody pushed
+    path.write_text(yaml.safe_dump_all(docs))
+    finding = one(scan(bundle), "auto-sync-without-change")
+    assert "ConfigMap payments-api-config-9m6k2h7tbd, Deployment payments-api" in finding["summary"]
+    text = finding["remediation"]["text"]
+    assert "ConfigMap payments-api-config-9m6k2h7tbd, named with a hash of its content" in text
+    assert "configMapGenerator" in text and "checksum/config" in text
+    for unrelated in ("webhookTLS", "certificate", "helm-nondeterministic-render", "retryStrategy",
+                      "ignoreDifferences"):
+        assert unrelated not in text
+    assert any("configmapgenerator" in d for d in finding["remediation"]["docs"])

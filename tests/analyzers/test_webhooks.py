@@ -115,6 +115,35 @@ def test_narrow_or_ignore_webhooks_are_fine_unless_unreachable() -> None:
     assert [f.rule for f in down] == ["webhook-blast-radius"] and "no ready endpoint" in down[0].title
 
 
+def _other_service() -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "policy-metrics", "namespace": "policy"},
+            "spec": {"selector": {"app": "policy-webhook"}, "ports": [{"port": 8080, "targetPort": 8080}]}}
+
+
+def test_a_service_missing_from_a_collected_namespace_is_unreachable() -> None:
+    narrow = policy_hook(NEW_CA, objectSelector={"matchLabels": {"policy.example.com/enforce": "true"}})
+    (blast,) = scan([config("ValidatingWebhookConfiguration", "policy-webhook", narrow), _other_service()])
+    assert blast.severity.label == "high" and "no ready endpoint" in blast.title
+    assert "does not exist: the input holds the Services of namespace policy and it is not among them" in blast.summary
+    assert "unknown" not in blast.summary
+
+
+def test_a_service_of_a_namespace_the_input_lacks_is_unknown_not_missing() -> None:
+    narrow = policy_hook(NEW_CA, objectSelector={"matchLabels": {"policy.example.com/enforce": "true"}})
+    (blast,) = scan([config("ValidatingWebhookConfiguration", "policy-webhook", narrow)])
+    assert blast.severity.label == "low"
+    assert blast.title.endswith("; its Service is not in the input") and "no ready endpoint" not in blast.title
+    assert ("Service policy/policy-webhook, which is not in the input: the input holds no Service in namespace "
+            "policy (that kind was not collected there), so whether it exists is unknown") in blast.summary
+    assert "does not exist" not in blast.summary
+
+
+def test_an_unknown_service_does_not_lower_a_broad_webhook() -> None:
+    (blast,) = scan([config("ValidatingWebhookConfiguration", "policy-webhook", policy_hook(NEW_CA))])
+    assert blast.severity.label == "medium" and "cluster-wide" in blast.title
+    assert "whether it exists is unknown" in blast.summary
+
+
 def test_the_ca_mismatch_bundle() -> None:
     result = CliRunner().invoke(main, ["scan", str(BUNDLES / "webhook-ca-mismatch"), "-o", "json",
                                        "--fail-on", "never"])

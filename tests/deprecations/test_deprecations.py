@@ -10,9 +10,16 @@ import pytest
 from click.testing import CliRunner
 
 from argo_doctor.cli import main
-from argo_doctor.deprecations import DeprecatedApi, deprecated_apis, object_uses, parse_version, scan_paths
+from argo_doctor.deprecations import DeprecatedApi, Use, Version, deprecated_apis, object_uses, parse_version
+from argo_doctor.deprecations import scan_paths as scan_with_reader
+from argo_doctor.helm.capabilities import template_apis
+from argo_doctor.model import Problem
 
 K8S_ROWS = [api for api in deprecated_apis().values() if not api.component]
+
+
+def scan_paths(paths: list[Path], target: Version | None) -> tuple[list[Use], list[Problem]]:
+    return scan_with_reader(paths, target, template_apis)
 
 
 def manifest(api: DeprecatedApi) -> str:
@@ -57,10 +64,13 @@ def test_chart_templates_and_capabilities_conditionals(tmp_path: Path) -> None:
         "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata:\n  name: {{ .Release.Name }}\n"
     )
     uses, problems = scan_paths([tmp_path / "chart"], (1, 25))
-    by_kind = {u.api.kind: u for u in uses}
-    assert by_kind["Ingress"].how == "template, chosen by a .Capabilities conditional"
-    assert by_kind["Ingress"].location == "chart/templates/ingress.yaml:4" and by_kind["Ingress"].status == "removed"
-    assert by_kind["PodDisruptionBudget"].how == "template" and problems == []
+    assert [(u.api.kind, u.location, u.status, u.how) for u in uses] == [
+        ("PodDisruptionBudget", "chart/templates/ingress.yaml:10", "removed", "template")
+    ] and problems == []
+    (old,) = scan_paths([tmp_path / "chart"], (1, 18))[0]
+    assert (old.api.kind, old.location, old.status, old.maybe) == (
+        "Ingress", "chart/templates/ingress.yaml:4", "deprecated", False)
+    assert old.how.startswith("template, chosen by .Capabilities at Kubernetes v1.18.0: ")
 
 
 def test_live_objects_through_managed_fields_and_last_applied() -> None:

@@ -281,24 +281,50 @@ def test_script_error_is_unknown_and_reported_once() -> None:
     script = 'local hs = {}\nif obj.spec.secretName ~= nil then\n  error("cannot judge " .. obj.spec.secretName)\nend\n'
     key = "resource.customizations.health.cert-manager.io_Certificate"
     assessor = HealthAssessor(LuaHealthScripts.from_argocd_cm({key: script}))
-    assert assessor.assess(CERTIFICATE) == Health(U, "<string>:3: cannot judge storefront-tls")
+    where = f"argocd-cm {key}"
+    assert assessor.assess(CERTIFICATE) == Health(U, f"{where}:3: cannot judge storefront-tls")
     assessor.assess(CERTIFICATE)
     assert assessor.problems == [
-        HealthProblem(f"argocd-cm {key}", "Lua health script failed: <string>:3: cannot judge storefront-tls")
+        HealthProblem(where, f"Lua health script failed: {where}:3: cannot judge storefront-tls")
     ]
 
 
-def test_runtime_error_indexing_nil() -> None:
-    health, problems = _assess("return {status = obj.status.missing.field}", CERTIFICATE)
-    assert health is not None and health.status is U
-    assert "attempt to index field 'missing' (a nil value)" in health.message
+def test_runtime_error_indexing_nil_in_gopher_lua_wording() -> None:
+    health, problems = _assess("local hs = {}\nhs.status = obj.status.missing.field\nreturn hs", CERTIFICATE)
+    where = "argocd-cm resource.customizations.health.cert-manager.io_Certificate"
+    assert health == Health(U, f"{where}:2: attempt to index a non-table object(nil) with key 'field'")
     assert len(problems) == 1
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("obj.spec.secretName .. obj.status.missing", "cannot perform concat operation between string and nil"),
+        ("#obj.status.missing", "__len undefined"),
+        ("obj.metadata.generation + obj.status.missing", "cannot perform add operation between number and nil"),
+        ("obj.status.missing()", "attempt to call a non-function object"),
+        ("obj.metadata.generation.value", "attempt to index a non-table object(number) with key 'value'"),
+        ("ipairs(obj.status.missing)", "bad argument #1 to ipairs (table expected, got nil)"),
+        ("obj.status < obj.spec", "attempt to compare table with table"),
+    ],
+)
+def test_runtime_errors_in_gopher_lua_wording(expression: str, message: str) -> None:
+    health, _ = _assess(f"local value = {expression}\nreturn {{status = 'Healthy'}}", CERTIFICATE)
+    where = "argocd-cm resource.customizations.health.cert-manager.io_Certificate"
+    assert health == Health(U, f"{where}:1: {message}")
+
+
+def test_getmetatable_does_not_reach_the_error_metatables() -> None:
+    script = "return {status = 'Healthy', message = tostring(getmetatable(nil)) .. ' ' .. tostring(getmetatable(1))}"
+    health, _ = _assess(script, CERTIFICATE)
+    assert health == Health(H, "nil nil")
 
 
 def test_syntax_error() -> None:
     health, problems = _assess("hs = {\nreturn hs", CERTIFICATE)
-    assert health is not None and health.status is U and health.message.startswith("<string>:2:")
-    assert problems[0].message.startswith("Lua health script failed: <string>:2:")
+    where = "argocd-cm resource.customizations.health.cert-manager.io_Certificate"
+    assert health is not None and health.status is U and health.message.startswith(f"{where}:2:")
+    assert problems[0].message.startswith(f"Lua health script failed: {where}:2:")
 
 
 def test_invalid_status_is_unknown() -> None:
@@ -345,18 +371,18 @@ return {status = "Healthy", message = type(obj.status.revision) .. " " .. type(c
 @pytest.mark.parametrize(
     ("script", "error_part"),
     [
-        ('os.execute("touch /tmp/argo-doctor-pwned")', "attempt to call field 'execute' (a nil value)"),
-        ('io.open("/etc/passwd")', "attempt to index global 'io' (a nil value)"),
+        ('os.execute("touch /tmp/argo-doctor-pwned")', "attempt to call a non-function object"),
+        ('io.open("/etc/passwd")', "attempt to index a non-table object(nil) with key 'open'"),
         ('require("io")', "module 'io' not found"),
         ('require("debug")', "module 'debug' not found"),
-        ('dofile("/etc/passwd")', "attempt to call global 'dofile' (a nil value)"),
-        ('loadfile("/etc/passwd")', "attempt to call global 'loadfile' (a nil value)"),
-        ("debug.getregistry()", "attempt to index global 'debug' (a nil value)"),
-        ('python.eval("1")', "attempt to index global 'python' (a nil value)"),
-        ("getfenv(0)", "attempt to call global 'getfenv' (a nil value)"),
-        ("string.dump(print)", "attempt to index global 'string' (a nil value)"),
+        ('dofile("/etc/passwd")', "attempt to call a non-function object"),
+        ('loadfile("/etc/passwd")', "attempt to call a non-function object"),
+        ("debug.getregistry()", "attempt to index a non-table object(nil) with key 'getregistry'"),
+        ('python.eval("1")', "attempt to index a non-table object(nil) with key 'eval'"),
+        ("getfenv(0)", "attempt to call a non-function object"),
+        ("string.dump(print)", "attempt to index a non-table object(nil) with key 'dump'"),
         ('local s = ("abc"):upper()', "attempt to index"),
-        ('loadstring("\\027Lua")()', "attempt to call a nil value"),
+        ('loadstring("\\027Lua")()', "attempt to call a non-function object"),
     ],
 )
 def test_sandbox_denies(script: str, error_part: str) -> None:

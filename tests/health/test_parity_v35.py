@@ -229,7 +229,7 @@ def test_crd_terminating_condition_without_message_is_a_lua_error() -> None:
     crd = _crd({"type": "Terminating", "status": "True"})
     health = HealthAssessor().assess(crd)
     assert health is not None and health.status is U
-    assert "attempt to concatenate a nil value" in health.message
+    assert "cannot perform concat operation between string and nil" in health.message
 
 
 # --- Pod: ignore-restart-policy and hooks ---------------------------------------------------

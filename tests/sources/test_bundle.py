@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.errors import InputError
 from argo_doctor.sources import bundle
-from tests.conftest import BUNDLES
+from tests.conftest import BUNDLES, EXAMPLES
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: argocd\nspec: {{}}\n"
 
@@ -230,3 +231,72 @@ def test_a_file_name_that_is_not_utf8_is_shown_replaced(tmp_path: Path) -> None:
     os.rename(root / "objects" / "pods.yaml", os.path.join(os.fsencode(root / "objects"), b"p\xffds.yaml"))
     snap = bundle.load([root], tmp_path)
     assert {o.location for o in snap.of_kind("Pod")} == {"objects/p\ufffdds.yaml:1", "objects/p\ufffdds.yaml:8"}
+
+
+ODD_FILES = {
+    "tab.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n\tnamespace: a\n",
+    "truncated.json": '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"',
+    "no-api-version.yaml": "kind: Pod\nmetadata:\n  name: p\n",
+    "list.yaml": "apiVersion: v1\nkind: List\nitems:\n- 42\n- apiVersion: v1\n  kind: ConfigMap\n"
+                 "  metadata: {name: in-list, namespace: a}\n",
+    "metadata.yaml": 'apiVersion: v1\nkind: ConfigMap\nmetadata: "argocd-cm"\n',
+    "text.yaml": "kubectl get cm -o yaml > cms.yaml\n",
+    "separators.yaml": "---\n---\n",
+}
+
+
+def test_each_odd_file_is_one_problem_with_its_line_and_the_scan_goes_on(tmp_path: Path) -> None:
+    objects = tmp_path / "b" / "objects"
+    objects.mkdir(parents=True)
+    for name, text in ODD_FILES.items():
+        (objects / name).write_text(text)
+    (objects / "good.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\n  namespace: a\n")
+    result = run_scan(bundle.load([tmp_path / "b"], None), select_analyzers())
+    assert sorted(o.name for o in result.snapshot.all()) == ["in-list", "ok"]
+    assert sorted((p.location, p.message) for p in result.problems) == [
+        ("objects/list.yaml:4", "not a Kubernetes object (no apiVersion and kind); skipped"),
+        ("objects/metadata.yaml:1", "a ConfigMap whose metadata is not a mapping; skipped"),
+        ("objects/no-api-version.yaml:1", "not a Kubernetes object (no apiVersion and kind); skipped"),
+        ("objects/separators.yaml:1", "no Kubernetes objects in this file"),
+        ("objects/tab.yaml:5", "invalid YAML: found a tab character that violates indentation"),
+        ("objects/text.yaml:1", "not a Kubernetes object (no apiVersion and kind); skipped"),
+        ("objects/truncated.json:1", "invalid JSON: Input data was truncated"),
+    ]
+
+
+BASIC = EXAMPLES / "argocd-basic"
+
+
+def test_a_folder_given_twice_is_read_once(tmp_path: Path) -> None:
+    """`scan B B/` (and a link to B): its logs, audit log and objects are counted once, with one note each."""
+    (tmp_path / "link").symlink_to(BASIC.resolve())
+    alone = bundle.load([BASIC], None)
+    snap = bundle.load([BASIC, Path(f"{BASIC}/"), tmp_path / "link"], None)
+    assert (len(snap), len(snap.log_files), len(snap.audit_files), len(snap.metrics_files)) == (
+        len(alone), len(alone.log_files), len(alone.audit_files), len(alone.metrics_files))
+    assert (len(snap.log_files), len(snap.audit_files)) == (7, 1) and snap.duplicates == []
+    assert [(p.location, p.message, p.kind) for p in snap.problems] == [
+        (str(BASIC), "given twice: read once", "note"),
+        (str(tmp_path / "link"), f"the same as {BASIC}, given before: read once", "note")]
+
+
+def test_a_folder_inside_another_given_is_read_once(tmp_path: Path) -> None:
+    """`scan B/logs B`: each log is counted once, and one note says why."""
+    snap = bundle.load([BASIC / "logs", BASIC], None)
+    assert len(snap.log_files) == 7 and len(snap.audit_files) == 1 and snap.duplicates == []
+    assert [(p.location, p.message, p.kind) for p in snap.problems] == [
+        (str(BASIC / "logs"), f"inside {BASIC}, also given: the files both hold are read once", "note")]
+
+
+def test_a_bundle_as_folder_and_as_tarball_is_one_note(tmp_path: Path) -> None:
+    """The same bundle as a folder and as a tarball: every object is read twice, told in one note."""
+    archive = tmp_path / "basic.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(BASIC, arcname="argocd-basic")
+    (tmp_path / "work").mkdir()
+    snap = bundle.load([BASIC, archive], tmp_path / "work")
+    (note,) = snap.problems
+    assert len(snap.duplicates) == len(snap) and all(d.identical for d in snap.duplicates)
+    assert (note.location, note.message, note.kind) == (
+        str(archive), f"{len(snap)} objects of {BASIC} are also in {archive}, all identical: one copy of each is used",
+        "note")

@@ -20,7 +20,7 @@ def test_a_chart_is_read_with_its_unpacked_sub_charts() -> None:
     assert chart.meta is not None and chart.meta.data["name"] == "shop"
     assert [doc.label for doc in chart.values] == ["values.yaml"]
     assert [t.rel for t in chart.templates] == ["templates/configmap.yaml"]
-    assert [[t.rel for t in sub] for sub in chart.subcharts] == [
+    assert [[t.rel for t in sub.templates] for sub in chart.subcharts] == [
         ["charts/metrics/templates/_helpers.tpl", "charts/metrics/templates/token.yaml"]
     ]
     assert all(t.text is not None and t.error is None for t in chart.templates)

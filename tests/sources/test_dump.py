@@ -1,13 +1,16 @@
-"""A `kubectl cluster-info dump` tree with special files and links: each is one problem, never read."""
+"""`kubectl cluster-info dump` trees: special files and links are one problem each, never read; dumps written by
+kubectl before 1.11 (`Items`, no kinds) are read as current ones."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import bundle
 from tests.conftest import BUNDLES
@@ -84,3 +87,127 @@ def test_a_manifest_folder_with_pods_yaml_is_not_taken_for_a_dump(tmp_path: Path
     snap = bundle.load([tmp_path], None)
     assert "cluster-info-dump" not in snap.formats
     assert snap.of_kind("ConfigMap")
+
+
+OLD_DUMP = BUNDLES / "cluster-info-dump-old"
+FAILING = "argocd-repo-server-5b8f7c9d4-k2x8p"
+
+
+def test_an_old_dump_with_items_and_no_kinds_is_read() -> None:
+    """kubectl before 1.11: `Items`, no kind or apiVersion on lists and items, null for an empty list."""
+    snap = bundle.load([OLD_DUMP], None)
+    assert snap.formats == ["cluster-info-dump"] and snap.problems == []
+    assert sorted((o.api_version, o.kind, o.name) for o in snap.all() if o.kind not in ("Pod", "Event")) == [
+        ("apps/v1", "Deployment", "argocd-repo-server"), ("apps/v1", "Deployment", "argocd-server"),
+        ("apps/v1", "ReplicaSet", "argocd-repo-server-5b8f7c9d4"), ("apps/v1", "ReplicaSet", "argocd-server-6d5f8b7c9"),
+        ("v1", "Node", "worker-a"), ("v1", "Service", "argocd-repo-server"),
+    ]
+    deployment = snap.get("Deployment", "argocd-repo-server", "argocd", "apps")
+    assert deployment is not None and deployment.location == "argocd/deployments.json:1#items[0]"
+    assert sorted(p.name for p in snap.pods_of(deployment)) == [FAILING, "argocd-repo-server-5b8f7c9d4-w7q4m"]
+    assert snap.node_of(snap.pods_of(deployment)[0]).name == "worker-a"  # type: ignore[union-attr]
+    (event,) = snap.events
+    assert event.reason == "Unhealthy" and event.involved is not None and event.involved.name == FAILING
+    sections = {(f.pod, f.container): f for f in snap.log_files}
+    assert len(sections) == 3
+    failing = sections[(FAILING, "argocd-repo-server")]
+    assert failing.display == f"argocd/{FAILING}/logs.txt" and failing.first_line == 2
+    assert [r.line for r in snap.log_tail(failing, 2)] == [5, 6]
+    assert {c.name: c.version for c in snap.components} == {"repo-server": "v1.8.7", "server": "v1.8.7"}
+
+
+def test_a_scan_of_an_old_dump_finds_the_replica_that_fails() -> None:
+    result = run_scan(bundle.load([OLD_DUMP], None), select_analyzers())
+    (finding,) = [f for f in result.findings if f.rule == "replica-error-divergence"]
+    assert FAILING in finding.title and "1 of 2 replicas" in finding.title
+    assert f"argocd/{FAILING}/logs.txt:3" in {e.location for e in finding.evidence}
+    assert result.problems == []
+
+
+def test_an_old_dump_written_as_yaml_keeps_item_lines(tmp_path: Path) -> None:
+    root = tmp_path / "dump"
+    (root / "argocd").mkdir(parents=True)
+    (root / "nodes.yaml").write_text("metadata:\n  resourceVersion: \"7\"\nItems:\n- metadata:\n    name: worker-a\n")
+    (root / "argocd" / "pods.yaml").write_text(
+        "metadata: {}\nItems:\n- metadata:\n    name: a\n    namespace: argocd\n"
+        "- metadata:\n    name: b\n    namespace: argocd\n")
+    (root / "argocd" / "replication-controllers.yaml").write_text("metadata: {}\nItems: null\n")
+    snap = bundle.load([root], None)
+    assert snap.problems == []
+    assert [(o.kind, o.name, o.location) for o in snap.all()] == [
+        ("Node", "worker-a", "nodes.yaml:4"), ("Pod", "a", "argocd/pods.yaml:3"), ("Pod", "b", "argocd/pods.yaml:6")]
+
+
+def test_a_damaged_list_of_an_old_dump_is_one_problem_and_the_rest_is_read(tmp_path: Path) -> None:
+    root = tmp_path / "dump"
+    shutil.copytree(OLD_DUMP, root)
+    pods_json = root / "argocd" / "pods.json"
+    pods_json.write_bytes(pods_json.read_bytes()[:900])  # cut inside the first pod
+    (root / "argocd" / "services.json").write_text('{"metadata": {}, "Items": "argocd-repo-server"}\n')
+    last_line = pods_json.read_bytes().count(b"\n") + 1
+    snap = bundle.load([root], None)
+    assert [(p.location, p.message.split(":")[0]) for p in snap.problems] == [
+        ("argocd/services.json:1", "a ServiceList whose items is not a list; skipped"),
+        (f"argocd/pods.json:{last_line}", "invalid JSON"),
+    ]
+    assert snap.of_kind("Pod") == [] and len(snap.of_kind("Deployment")) == 2 and len(snap.log_files) == 3
+
+
+def test_items_outside_a_dump_are_not_guessed(tmp_path: Path) -> None:
+    """Only a dump's file names say what its items are: the same list among plain manifests is not read."""
+    (tmp_path / "deployments.json").write_bytes((OLD_DUMP / "argocd" / "deployments.json").read_bytes())
+    snap = bundle.load([tmp_path], None)
+    assert len(snap) == 0
+    assert [(p.location, p.message) for p in snap.problems] == [
+        ("deployments.json:1", "not a Kubernetes object (no apiVersion and kind); skipped")]
+
+
+GO_POD = {  # a Pod of kubectl's internal types as encoding/json writes it
+    "name": "api-0", "namespace": "shop", "uid": "u-1", "creationTimestamp": "2021-03-09T10:00:00Z",
+    "deletionTimestamp": None, "labels": {"App": "api", "tier": "web"},
+    "Spec": {"Containers": [{"Name": "api", "Image": "shop/api:1.4", "Command": None}], "RestartPolicy": "Always",
+             "NodeSelector": {"Disk": "ssd"}, "NodeName": "worker-b", "Volumes": None},
+    "Status": {"Phase": "Running", "HostIP": "10.0.3.22", "Conditions": [
+        {"Type": "Ready", "Status": "False", "LastProbeTime": None, "LastTransitionTime": "2021-03-09T10:05:00Z"}],
+        "ContainerStatuses": [{
+            "Name": "api", "Ready": False, "RestartCount": 7, "ContainerID": "docker://0f1e",
+            "State": {"Waiting": {"Reason": "CrashLoopBackOff", "Message": "back-off 5m0s restarting failed container"},
+                      "Running": None, "Terminated": None},
+            "LastTerminationState": {"Waiting": None, "Running": None, "Terminated": {
+                "ExitCode": 1, "Reason": "Error", "FinishedAt": "2021-03-09T10:04:00Z"}},
+        }]},
+}
+
+
+def test_items_with_go_field_names_are_read_in_the_api_form(tmp_path: Path) -> None:
+    root = tmp_path / "dump"
+    (root / "shop").mkdir(parents=True)
+    (root / "nodes.json").write_text('{"selfLink": "/api/v1/nodes", "Items": null}')
+    (root / "shop" / "pods.json").write_text(json.dumps({"selfLink": "/api/v1/namespaces/shop/pods",
+                                                         "Items": [GO_POD]}))
+    snap = bundle.load([root], None)
+    assert snap.problems == []
+    (pod,) = snap.of_kind("Pod")
+    assert (pod.api_version, pod.name, pod.namespace, pod.uid) == ("v1", "api-0", "shop", "u-1")
+    assert pod.node_name == "worker-b"
+    assert pod.labels == {"App": "api", "tier": "web"} and pod.spec["nodeSelector"] == {"Disk": "ssd"}
+    assert "deletionTimestamp" not in pod.meta and "command" not in pod.spec["containers"][0]
+    status = pod.status["containerStatuses"][0]
+    assert status["state"] == {"waiting": {"reason": "CrashLoopBackOff",
+                                           "message": "back-off 5m0s restarting failed container"}}
+    assert status["lastState"]["terminated"]["exitCode"] == 1 and status["containerID"] == "docker://0f1e"
+    assert pod.status["hostIP"] == "10.0.3.22"
+
+
+def test_an_item_nested_too_deeply_to_convert_is_one_problem(tmp_path: Path) -> None:
+    """JSON a little under the decoder's own limit still overflows a recursive walk: that item is skipped, the
+    items after it keep their places."""
+    root = tmp_path / "dump"
+    (root / "shop").mkdir(parents=True)
+    (root / "nodes.json").write_text('{"Items": null}')
+    deep = "[" * 900 + "]" * 900
+    (root / "shop" / "pods.json").write_text('{"Items": [{"name": "a", "Spec": ' + deep + '}, {"name": "b"}]}')
+    snap = bundle.load([root], None)
+    assert [(p.location, p.message) for p in snap.problems] == [
+        ("shop/pods.json:1#items[0]", "nested too deeply to read; skipped")]
+    assert [(o.name, o.location) for o in snap.all()] == [("b", "shop/pods.json:1#items[1]")]

@@ -169,3 +169,26 @@ def test_deep_nesting_never_crashes(tmp_path: Path) -> None:
     for path in (deep_yaml, deep_json):
         load = load_object_file((path, path.name))
         assert load.objects == [] and len(load.problems) == 1, load.problems
+
+
+def test_an_empty_list_is_no_problem(tmp_path: Path) -> None:
+    """`kubectl get cm -o yaml` in a namespace without ConfigMaps writes an empty List: nothing to report."""
+    path = tmp_path / "cms.yaml"
+    path.write_text('apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: ""\n')
+    assert _read(path) == ([], [])
+
+
+def test_a_dump_list_item_type_fills_only_what_items_leave_out(tmp_path: Path) -> None:
+    path = tmp_path / "services.json"
+    path.write_text('{"metadata": {}, "Items": [{"metadata": {"name": "a"}},'
+                    ' {"kind": "Service", "metadata": {"name": "b"}},'
+                    ' {"kind": "Endpoints", "apiVersion": "v1", "metadata": {"name": "c"}}]}')
+    problems: list[Problem] = []
+    found = [(o.data["apiVersion"], o.data["kind"], o.data["metadata"]["name"], o.location)
+             for o in read_object_file(path, "services.json", problems, ("v1", "Service"))]
+    assert found == [("v1", "Service", "a", "services.json:1#items[0]"),
+                     ("v1", "Service", "b", "services.json:1#items[1]"),
+                     ("v1", "Endpoints", "c", "services.json:1#items[2]")]
+    assert problems == []
+    assert list(read_object_file(path, "services.json", problems)) == []  # without the dump's file name: not guessed
+    assert problems == [Problem("services.json:1", "not a Kubernetes object (no apiVersion and kind); skipped")]

@@ -128,6 +128,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         sync_failed,
         webhook_blast_radius,
         webhook_ca_mismatch,
+        workload_degraded,
     )
 
     return [
@@ -143,6 +144,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         sync_failed.SyncFailed,
         rollout_stuck_degraded.RolloutStuckDegraded,
         rollout_degraded.RolloutDegraded,
+        workload_degraded.WorkloadDegraded,
         rbac_missing.RbacMissing,
         rbac_overbroad.RbacOverbroad,
         collector_permission_missing.CollectorPermissionMissing,

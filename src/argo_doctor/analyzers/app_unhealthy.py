@@ -3,21 +3,35 @@
 Health of every managed resource is computed from the snapshot with Argo CD's own rules
 (built-in checks and Lua customizations), not just copied from `status.resources`, because
 Argo CD v3 no longer stores per-resource health there by default. Workloads are followed down
-to their pods, with the pods' Warning events and the last lines their crashing containers wrote.
+to their pods, with the pods' Warning events and the last lines their crashing containers wrote;
+a failed Workflow to its failed nodes. A resource that is OutOfSync and absent from the input is
+Missing only when the input holds its kind in its namespace; otherwise it was not collected, and
+its state is Unknown.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
+from argo_doctor.analyzers.common import (
+    PodFix,
+    event_evidence,
+    failing_pods,
+    object_evidence,
+    plural,
+    pod_evidence,
+    pod_fix,
+    workflow_evidence,
+    workflow_fix,
+)
+from argo_doctor.facts.inventory import holds, not_collected
+from argo_doctor.facts.workflows import FAILED_PHASES, FailedNode, failed_nodes, is_workflow
 from argo_doctor.health import Health, HealthStatus
 from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
-from argo_doctor.sources.objects import as_int, as_list, mapping
+from argo_doctor.sources.objects import as_list, mapping, split_api_version
 from argo_doctor.timeutil import parse_time
 
 SEVERITY = {
@@ -27,17 +41,9 @@ SEVERITY = {
     HealthStatus.PROGRESSING: Severity.LOW,
     HealthStatus.SUSPENDED: Severity.INFO,
 }
-WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Rollout", "Job"}
 BLOCKING_CONDITIONS = ("ComparisonError", "InvalidSpecError")
-MAX_PODS = 3
 MAX_EVENTS = 5
 DOCS = ("https://argo-cd.readthedocs.io/en/stable/operator-manual/health/",)
-IMAGE_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
-CONFIG_REASONS = ("CreateContainerConfigError",)
-# How the kubelet names what a container's configuration lacks, e.g. `secret "db" not found`,
-# `configmap "app-env" not found`, `couldn't find key password in Secret shop/db`.
-_MISSING_OBJECT = re.compile(r'\b(secret|configmap)s? "([^"]+)" not found', re.IGNORECASE)
-_MISSING_KEY = re.compile(r"couldn't find key (\S+) in (Secret|ConfigMap) (?:([^/\s]+)/)?([^\s,]+)", re.IGNORECASE)
 
 
 @dataclass
@@ -48,6 +54,8 @@ class Culprit:
     health: Health
     obj: Obj | None
     pods: list[tuple[Obj, Health]] = field(default_factory=list)
+    nodes: list[FailedNode] = field(default_factory=list)
+    """The failed nodes of a failed Workflow."""
 
 
 class AppUnhealthy(Analyzer):
@@ -81,12 +89,16 @@ class AppUnhealthy(Analyzer):
                     health = Health(HealthStatus(recorded["status"]), str(recorded.get("message") or ""))
                 except ValueError:
                     health = Health(HealthStatus.UNKNOWN, str(recorded.get("message") or ""))
-            if health is None and live is None and entry.get("status") == "OutOfSync":
-                health = Health(HealthStatus.MISSING, "declared in Git but not found in the cluster")
             ref = Ref(
                 "/".join(p for p in (str(entry.get("group") or ""), str(entry.get("version") or "")) if p),
                 str(entry.get("kind") or ""), str(entry.get("namespace") or ""), str(entry.get("name") or ""),
             )
+            if health is None and live is None and entry.get("status") == "OutOfSync":
+                if holds(ctx.snap, ref.kind, ref.namespace, split_api_version(ref.api_version)[0]):
+                    health = Health(HealthStatus.MISSING, "declared in Git but not found in the cluster")
+                else:
+                    health = Health(HealthStatus.UNKNOWN, "OutOfSync and not in the input: "
+                                    + not_collected(ref.kind, ref.namespace))
             seen.add(ref)
             if health is not None and health.status != HealthStatus.HEALTHY:
                 yield self._with_pods(ctx, Culprit(live.ref if live else ref, health, live))
@@ -97,11 +109,10 @@ class AppUnhealthy(Analyzer):
                     yield self._with_pods(ctx, Culprit(obj.ref, health, obj))
 
     def _with_pods(self, ctx: Context, culprit: Culprit) -> Culprit:
-        if culprit.obj is not None and culprit.obj.kind in WORKLOAD_KINDS:
-            for pod in ctx.snap.pods_of(culprit.obj):
-                pod_health = ctx.health.assess(pod.raw)
-                if pod_health is not None and pod_health.status != HealthStatus.HEALTHY:
-                    culprit.pods.append((pod, pod_health))
+        if culprit.obj is not None:
+            culprit.pods = failing_pods(ctx, culprit.obj)
+            if is_workflow(culprit.obj) and culprit.obj.status.get("phase") in FAILED_PHASES:
+                culprit.nodes = failed_nodes(ctx.snap, culprit.obj)
         return culprit
 
     def _finding(self, ctx: Context, app: Obj, status: HealthStatus, app_message: str) -> Finding:
@@ -120,7 +131,9 @@ class AppUnhealthy(Analyzer):
             lines.append(line)
             if culprit.obj is not None:
                 evidence.append(object_evidence(culprit.obj, ".status", line))
-            evidence.extend(self._pod_evidence(ctx, culprit, lines))
+                if is_workflow(culprit.obj):
+                    evidence.extend(workflow_evidence(culprit.obj, culprit.nodes, lines))
+            evidence.extend(pod_evidence(ctx, culprit.pods, lines))
         related = {c.ref for c in culprits} | {p.ref for c in culprits for p, _ in c.pods}
         warnings = [e for e in ctx.snap.events if e.type == "Warning" and e.involved is not None
                     and any(_same(e.involved, r) for r in related)]
@@ -151,157 +164,29 @@ class AppUnhealthy(Analyzer):
             summary=summary,
             objects=objects,
             evidence=evidence,
-            remediation=_remediation(app, culprits, bool(errors)),
+            remediation=_remediation(ctx, app, culprits, bool(errors)),
         )
-
-    def _pod_evidence(self, ctx: Context, culprit: Culprit, lines: list[str]) -> Iterator[Evidence]:
-        shown = culprit.pods[:MAX_PODS]
-        if shown:
-            extra = f" (and {len(culprit.pods) - MAX_PODS} more)" if len(culprit.pods) > MAX_PODS else ""
-            lines.append(
-                f"its {plural(len(culprit.pods), 'pod')} not Healthy{extra}: "
-                + ", ".join(_pod_line(p, h) for p, h in shown)
-            )
-        for pod, health in shown:
-            yield object_evidence(pod, ".status.containerStatuses", f"{health.status.value}: {health.message}")
-            crashed = {
-                str(cs.get("name")) for cs in as_list(pod.status.get("containerStatuses"))
-                if isinstance(cs, dict) and as_int(cs.get("restartCount")) > 0
-            }
-            files = ctx.snap.log_files_of(pod.namespace, pod.name)
-            for container in sorted(crashed):
-                mine = [f for f in files if f.container == container]
-                chosen = next((f for f in mine if f.previous), mine[0] if mine else None)
-                if chosen is not None:
-                    yield from (log_evidence(r) for r in ctx.snap.log_tail(chosen, 3))
-
-
-def _pod_line(pod: Obj, health: Health) -> str:
-    detail = container_states(pod) or health.message
-    return f"{pod.name} {health.status.value}" + (f" ({detail})" if detail else "")
-
-
-def container_states(pod: Obj) -> str:
-    """What each unready container is doing: `api CrashLoopBackOff, last exit code 1, 9 restarts`."""
-    parts = []
-    for cs in as_list(pod.status.get("containerStatuses")):
-        if not isinstance(cs, dict) or cs.get("ready"):
-            continue
-        state = mapping(cs.get("state"))
-        waiting, terminated = mapping(state.get("waiting")), mapping(state.get("terminated"))
-        last = mapping(mapping(cs.get("lastState")).get("terminated"))
-        text = f"{cs.get('name')} {waiting.get('reason') or terminated.get('reason') or 'not ready'}"
-        exit_code = terminated.get("exitCode", last.get("exitCode"))
-        if exit_code is not None:
-            text += f", last exit code {exit_code}"
-        if as_int(cs.get("restartCount")):
-            text += f", {plural(as_int(cs.get('restartCount')), 'restart')}"
-        parts.append(text)
-    return "; ".join(parts)
 
 
 def _same(a: Ref, b: Ref) -> bool:
     return a.kind == b.kind and a.name == b.name and a.namespace == b.namespace
 
 
-@dataclass(frozen=True)
-class PodFix:
-    """Why a failing pod fails, told apart by its containers' waiting reasons, and what to do."""
-
-    text: str
-    command: str
-
-
-def _waiting(pod: Obj) -> list[tuple[str, str, str, str]]:
-    """(container, image, reason, message) of every waiting container, init containers first."""
-    spec = mapping(pod.raw.get("spec"))
-    images = {
-        str(c.get("name")): str(c.get("image") or "")
-        for key in ("initContainers", "containers") for c in as_list(spec.get(key)) if isinstance(c, dict)
-    }
-    found = []
-    for key in ("initContainerStatuses", "containerStatuses"):
-        for cs in as_list(pod.status.get(key)):
-            if not isinstance(cs, dict):
-                continue
-            waiting = mapping(mapping(cs.get("state")).get("waiting"))
-            reason = str(waiting.get("reason") or "")
-            if reason:
-                name = str(cs.get("name") or "")
-                image = images.get(name) or str(cs.get("image") or "")
-                found.append((name, image, reason, str(waiting.get("message") or "")))
-    return found
-
-
-def _registry(image: str) -> str:
-    first = image.split("/", 1)[0] if "/" in image else ""
-    return first if ("." in first or ":" in first or first == "localhost") else "docker.io"
-
-
-def pod_fix(pod: Obj) -> PodFix:
-    """The fix for a failing pod: the image, its configuration, or why its container exits."""
-    ns, name = pod.namespace, pod.name
-    waiting = _waiting(pod)
-    pulls = [w for w in waiting if w[2] in IMAGE_REASONS]
-    if pulls:
-        container, image, reason, message = pulls[0]
-        secrets = [str(s.get("name")) for s in as_list(mapping(pod.raw.get("spec")).get("imagePullSecrets"))
-                   if isinstance(s, dict) and s.get("name")]
-        text = (
-            f"Pod {name} cannot get the image of container {container} ({reason}"
-            + (f": {message}" if message else "") + "). The container never started, so it has no logs to read. "
-        )
-        if reason == "InvalidImageName":
-            text += f"The image reference {image!r} is not valid: fix its name and tag in Git. "
-        elif reason == "ErrImageNeverPull":
-            text += (f"Its imagePullPolicy is Never and {image!r} is not on the node: set the policy to "
-                     "IfNotPresent or preload the image. ")
-        else:
-            text += (
-                f"Check that {image or 'the image'} exists (repository name and tag, or digest) in "
-                f"{_registry(image)}, and that the pod may pull it: "
-                + (f"its imagePullSecrets ({', '.join(secrets)}) must hold valid credentials for that registry "
-                   f"(`kubectl -n {ns} get secret {secrets[0]}`). " if secrets else
-                   "a private registry needs imagePullSecrets on the pod or its ServiceAccount. ")
-            )
-        text += "Fix the image reference or the credentials in Git and let Argo CD sync the fix."
-        return PodFix(text, f"kubectl -n {ns} describe pod {name}")
-    configs = [w for w in waiting if w[2] in CONFIG_REASONS]
-    if configs:
-        container, _, reason, message = configs[0]
-        text = (
-            f"Pod {name} cannot start container {container} ({reason}"
-            + (f": {message}" if message else "") + "): a Secret or ConfigMap it references (env, envFrom or a "
-            "volume), or a key in one, is missing. The container never started, so it has no logs to read. "
-            "Create the object (or the key) in the pod's namespace, or fix the reference in Git, and let Argo CD "
-            "sync the fix."
-        )
-        missing = _MISSING_OBJECT.search(message)
-        key = _MISSING_KEY.search(message)
-        if missing:
-            command = f"kubectl -n {ns} get {missing.group(1).lower()} {missing.group(2)}"
-        elif key:
-            command = f"kubectl -n {key.group(3) or ns} get {key.group(2).lower()} {key.group(4)} -o yaml"
-        else:
-            command = f"kubectl -n {ns} describe pod {name}"
-        return PodFix(text, command)
-    return PodFix(
-        "The workload's pods fail on their own: Argo CD applied what Git holds and cannot heal it. Read why "
-        "the container exits (its last log lines are in the evidence), fix the image or configuration in Git, "
-        "and let Argo CD sync the fix.",
-        f"kubectl -n {ns} logs {name} --previous --all-containers",
-    )
-
-
-def _remediation(app: Obj, culprits: list[Culprit], blocked: bool) -> Remediation:
+def _remediation(ctx: Context, app: Obj, culprits: list[Culprit], blocked: bool) -> Remediation:
     crashing = [(c, p) for c in culprits for p, h in c.pods if h.status == HealthStatus.DEGRADED]
     missing = [c for c in culprits if c.health.status == HealthStatus.MISSING]
+    workflows = [c for c in culprits if c.obj is not None and is_workflow(c.obj)
+                 and c.health.status == HealthStatus.DEGRADED]
     steps = []
     command = None
+    fixes: list[PodFix] = []
     if crashing:
-        fix = pod_fix(crashing[0][1])
+        fixes.append(pod_fix(ctx.snap, crashing[0][1]))
+    if workflows and workflows[0].obj is not None:
+        fixes.append(workflow_fix(workflows[0].obj, workflows[0].nodes))
+    for fix in fixes:
         steps.append(fix.text)
-        command = fix.command
+        command = command or fix.command
     if missing:
         steps.append(
             "Resources declared in Git are absent from the cluster: look at the last sync result "

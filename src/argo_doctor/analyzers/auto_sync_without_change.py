@@ -48,6 +48,13 @@ MAX_NAME = 253
 BEFORE = timedelta(minutes=10)
 AFTER = timedelta(minutes=5)
 DEFAULT_CACHE_EXPIRATION = 24 * 3600.0
+HASH_SUFFIX = re.compile(r"-[bcdfghjklmnpqrstvwxz2456789]{10}$")
+"""The content hash kustomize appends to a generated ConfigMap or Secret name (10 characters of its alphabet
+without vowels and look-alikes, `api/hasher`)."""
+GENERATED_DOCS = (
+    "https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/configmapgenerator/",
+    "https://helm.sh/docs/howto/charts_tips_and_tricks/#automatically-roll-deployments",
+)
 CACHE_KEYS = ("reposerver.repo.cache.expiration", "reposerver.default.cache.expiration")
 DOCS = (
     "https://argo-cd.readthedocs.io/en/stable/user-guide/helm/#random-data",
@@ -68,6 +75,8 @@ class _Instance:
     chain: list[int] = field(default_factory=list)
     trigger: str = ""
     failures: list[str] = field(default_factory=list)
+    workflow_failed: bool = False
+    """A Workflow step's pod was refused by a webhook the sync reconfigured."""
 
 
 class _Write(NamedTuple):
@@ -241,6 +250,8 @@ class AutoSyncWithoutChange(Analyzer):
         deployed, since = _revision(history[-1]), parse_time(history[-1].get("deployedAt"))
         if not deployed or since is None:
             return found
+        if since.microsecond == 0:  # stored to the second: the deploy's own writes and lines may follow within it
+            since += timedelta(seconds=1)
         candidates: list[tuple[datetime, Evidence]] = []
         op = mapping(app.status.get("operationState"))
         operation = mapping(op.get("operation"))
@@ -362,6 +373,7 @@ class AutoSyncWithoutChange(Analyzer):
         workflow = [f.evidence for f in failures if f.source == "workflow"]
         if workflow and workflow[0] not in steps:
             steps.append(workflow[0])
+        instance.workflow_failed = bool(workflow)
         steps.sort(key=lambda e: e.time or start)
         base = len(instance.evidence)
         instance.evidence.extend(steps)
@@ -436,16 +448,9 @@ class AutoSyncWithoutChange(Analyzer):
                                     str(r.get("namespace") or ""), str(r.get("name"))) for r in changed)],
             evidence=evidence,
             remediation=Remediation(
-                text=(
-                    "Make the render deterministic: give the chart fixed values for what it generates (for "
-                    "certificates, its own values such as webhookTLS.* or cert-manager; see "
-                    "helm-nondeterministic-render for the exact values), or tell Argo CD to ignore the generated "
-                    "fields with ignoreDifferences (the exact paths are in helm-nondeterministic-render) together "
-                    "with the sync option RespectIgnoreDifferences=true. Until then, consumers of a regenerated "
-                    "webhook certificate should retry: e.g. a retryStrategy with backoff on Workflow steps."
-                ),
+                text=_fix_text(ctx, app, changed, latest),
                 command=f"argocd app history {app.namespace}/{app.name}",
-                docs=DOCS,
+                docs=DOCS + (GENERATED_DOCS if any(_generated(r) for r in changed) else ()),
             ),
             chain=latest.chain,
         )
@@ -488,6 +493,51 @@ class AutoSyncWithoutChange(Analyzer):
         functions = sorted({u.function for u in uses})
         return (f" The chart of this Application in the input calls {', '.join(functions)} (see "
                 "helm-nondeterministic-render).")
+
+
+def _generated(resource: dict[str, Any]) -> bool:
+    """Whether a synced resource is a ConfigMap or Secret named with a content hash."""
+    return str(resource.get("kind")) in ("ConfigMap", "Secret") and bool(HASH_SUFFIX.search(str(resource.get("name"))))
+
+
+def _fix_text(ctx: Context, app: Obj, changed: list[dict[str, Any]], latest: _Instance) -> str:
+    """The fix for what the last sync changed: generated names, generated certificates or Secrets, what
+    helm-nondeterministic-render found in the Application's chart, and retries for what failed right after."""
+    generated = [r for r in changed if _generated(r)]
+    certs = [r for r in changed if str(r.get("kind")) in CONFIG_KINDS
+             or (str(r.get("kind")) == "Secret" and r not in generated)]
+    uses = ctx.chart_uses(app)
+    parts = ["Make the render of the same revision give the same manifests."]
+    if generated:
+        names = ", ".join(f"{r.get('kind')} {r.get('name')}" for r in generated)
+        parts.append(
+            f"The sync created {names}, named with a hash of its content (a kustomize configMapGenerator or "
+            "secretGenerator, or a chart that names it by checksum): its content differs between renders, and the "
+            "workloads that reference it roll to each new name. Keep the generator's inputs fixed (no timestamp, "
+            "build id or random value in the files or literals it reads); in a Helm chart, roll the pods with a "
+            "`checksum/config` annotation over the ConfigMap's content instead, so they change only when the "
+            "config does. `argocd app diff` after a hard refresh shows what changed.")
+    if uses:
+        functions = ", ".join(sorted({u.function for u in uses}))
+        parts.append(f"The chart calls {functions}: helm-nondeterministic-render lists the fields they change "
+                     "and the values that pin them.")
+    if certs:
+        parts.append("For generated certificates and keys, give the chart fixed values (its own values, such as "
+                     "webhookTLS.* in charts that generate a webhook certificate) or let cert-manager issue them.")
+    if uses or certs or not generated:
+        parts.append("Or tell Argo CD to ignore the generated fields with ignoreDifferences"
+                     + (" (the exact paths are in helm-nondeterministic-render)" if uses else "")
+                     + " together with the sync option RespectIgnoreDifferences=true.")
+    if not (generated or uses or certs):
+        parts.append("To find what changes, compare the live objects with a fresh render (`argocd app diff` "
+                     "after a hard refresh).")
+    if latest.workflow_failed:
+        parts.append("Until then, consumers of a regenerated webhook certificate should retry: e.g. a "
+                     "retryStrategy with backoff on Workflow steps.")
+    elif latest.failures:
+        parts.append("Until then, requests the webhook refuses right after each sync fail: their clients "
+                     "should retry with backoff.")
+    return " ".join(parts)
 
 
 def _spec_changed(prev: dict[str, Any], cur: dict[str, Any]) -> bool:

@@ -6,7 +6,9 @@ caller (user agent product and version, and user), verb and group/version/resour
 attributed through `knowledge/deprecated_callers.yaml` (component, version range, request shape →
 code path, harm, fixed version) and tied to what the caller was doing: named reads of a CRD during
 the sync windows of the Applications that contain that CRD, watches since controller restarts.
-`metrics/*.prom` adds `apiserver_requested_deprecated_apis` joined with `apiserver_request_total`.
+`metrics/*.prom` adds `apiserver_requested_deprecated_apis` joined with `apiserver_request_total`. The pods
+that made the calls come from the records' `user.extra` (the pod a ServiceAccount token is bound to), found in
+the snapshot when it holds them; the fix runs `argo-doctor deprecations` at the API's removal release.
 """
 
 from __future__ import annotations
@@ -42,6 +44,14 @@ MAX_VERBS = 16
 """Distinct verbs counted per caller (Kubernetes has nine); more are counted as `other`."""
 MAX_TEXT = 512
 """Kept strings from a record (user agent, user, request URI) are cut to this length."""
+MAX_PODS = 16
+"""Distinct calling pods kept per caller (a Deployment's replicas and their restarts); more are counted."""
+POD_NAME_KEY = "authentication.kubernetes.io/pod-name"
+POD_UID_KEY = "authentication.kubernetes.io/pod-uid"
+NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
+# What the API server's ServiceAccount authenticator puts in the audit record's `user.extra` for a token bound to a
+# pod (every projected token): k8s.io/apiserver/pkg/authentication/serviceaccount/util.go, PodNameKey, PodUIDKey
+# and NodeNameKey; the node name since Kubernetes v1.30 (ServiceAccountTokenPodNodeInfo, KEP-4193).
 _METRIC_NAMES = frozenset({"apiserver_requested_deprecated_apis", "apiserver_request_total"})
 _SEMVER = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?")
 
@@ -110,6 +120,10 @@ class _Calls:
     first: datetime | None = None
     last: datetime | None = None
     examples: list[AuditEvent] = field(default_factory=list)
+    pods: dict[tuple[str, str, str], int] = field(default_factory=lambda: defaultdict(int))
+    """Requests by calling pod (name, uid, node), from `user.extra`, up to MAX_PODS pods."""
+    other_pods: int = 0
+    """Requests by pods past MAX_PODS."""
 
     @property
     def count(self) -> int:
@@ -181,6 +195,12 @@ class DeprecatedApiCaller(Analyzer):
                     self._timed += 1
                 else:
                     calls.untimed += 1
+        pod = _calling_pod(event)
+        if pod is not None:
+            if pod in calls.pods or len(calls.pods) < MAX_PODS:
+                calls.pods[pod] += 1
+            else:
+                calls.other_pods += 1
         if len(calls.examples) < 2:
             calls.examples.append(replace(event, annotations={}, request_uri=event.request_uri[:MAX_TEXT],
                                           user_agent=event.user_agent[:MAX_TEXT], username=username))
@@ -223,6 +243,10 @@ class DeprecatedApiCaller(Analyzer):
         evidence = [Evidence("audit", r.location, f"{r.verb} {r.request_uri} by {r.username} ({r.user_agent}), "
                              f"code {r.code}", r.received) for r in calls.examples]
         evidence += metrics
+        origin, origin_evidence = _pods_sentence(ctx, calls)
+        if origin:
+            lines.append(origin)
+        evidence += origin_evidence
         moments, moment_evidence = self._moments(ctx, calls)
         lines += moments
         evidence += moment_evidence
@@ -230,8 +254,7 @@ class DeprecatedApiCaller(Analyzer):
         breaks = cluster is not None and removed_at is not None and removed_at <= cluster
         if known is not None:
             lines.append(
-                f"Known call: {known['code_path']}, {known['when']}. "
-                + ("Harmless" if not known.get("harmful") else "Harmful") + f": {' '.join(str(known['why']).split())}"
+                f"Known call: {known['code_path']}, {known['when']}. {' '.join(str(known['why']).split())}"
                 + (f" Fixed in {known['fixed_in']}." if known.get("fixed_in") else "")
             )
             severity = Severity.LOW if not known.get("harmful") else Severity.HIGH
@@ -256,13 +279,16 @@ class DeprecatedApiCaller(Analyzer):
             if calls.username.startswith("system:serviceaccount:") and calls.username.count(":") == 3 else [],
             evidence=evidence,
             remediation=Remediation(
-                text=(f"Upgrade {calls.product} to {fix}. " if fix else "")
-                + (f"Use {api.replacement} instead. " if api is not None and api.replacement else "")
-                + ("Nothing breaks when the API is removed, but the call keeps it on deprecation reports until then."
+                text=(f"Upgrade {calls.product} to a release with the fix: {' '.join(str(fix).split())}. "
+                      if fix else "")
+                # a known call is the component's own code: its manifests' apiVersion is not the user's to change
+                + (f"Use {api.replacement} instead. " if known is None and api is not None and api.replacement else "")
+                + (" ".join(str(known.get("after_removal") or "Nothing breaks when the API is removed, but the call "
+                                "keeps it on deprecation reports until then.").split())
                    if known is not None and not known.get("harmful") else
                    "Find the client by its user agent and move it to the replacement API before upgrading the "
                    "cluster."),
-                command="argo-doctor deprecations <repo> --target-version " + (calls.removed or ""),
+                command=_deprecations_command(removed_at or cluster),
                 docs=tuple(s.strip() for s in str(known["source"]).split(";")) if known else
                 ("https://kubernetes.io/docs/reference/using-api/deprecation-guide/",),
             ),
@@ -314,6 +340,59 @@ class DeprecatedApiCaller(Analyzer):
 def _count(count: int, word: str) -> str:
     """`1 request`, `12,345 requests`."""
     return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+def _first(values: Any) -> str:
+    """The first string of a `user.extra` value (a list of strings), cut to MAX_TEXT."""
+    items = as_list(values)
+    return str(items[0])[:MAX_TEXT] if items and isinstance(items[0], str) else ""
+
+
+def _calling_pod(event: AuditEvent) -> tuple[str, str, str] | None:
+    """(pod name, pod uid, node name) from the record's `user.extra`, when the caller's token is bound to a pod."""
+    extra = event.extra
+    name = _first(extra.get(POD_NAME_KEY))
+    if not name:
+        return None
+    return name, _first(extra.get(POD_UID_KEY)), _first(extra.get(NODE_NAME_KEY))
+
+
+def _pods_sentence(ctx: Context, calls: _Calls) -> tuple[str, list[Evidence]]:
+    """Which pods made the requests, tied to the pods and workloads of the snapshot (in the text only: the
+    finding's objects, and so its id, stay those of the caller)."""
+    if not calls.pods:
+        return "", []
+    parts = calls.username.split(":")
+    namespace = parts[2] if calls.username.startswith("system:serviceaccount:") and len(parts) == 4 else ""
+    described: list[str] = []
+    evidence: list[Evidence] = []
+    for (name, uid, node), count in sorted(calls.pods.items(), key=lambda kv: (-kv[1], kv[0])):
+        text = f"{namespace}/{name}" if namespace else name
+        pod = ctx.snap.get("Pod", name, namespace, "") if namespace else None
+        if pod is None:
+            text += " (not in the input)"
+        elif uid and pod.uid and pod.uid != uid:
+            text += f" (uid {uid}: an earlier pod of that name; the input holds the one with uid {pod.uid})"
+        else:
+            workload = ctx.snap.workload_of(pod)
+            if workload is not None:
+                text += f" of {workload.kind} {workload.name}"
+            if len(evidence) < 2:
+                evidence.append(object_evidence(pod, ".metadata.uid", f"Pod {pod.name} uid {pod.uid}"
+                                                + (f" on node {pod.node_name}" if pod.node_name else "")))
+        if node:
+            text += f" on node {node}"
+        described.append(f"{text}: {_count(count, 'request')}")
+    more = f"; and {_count(calls.other_pods, 'request')} from more pods" if calls.other_pods else ""
+    return (f"The requests came from pod{'s' if len(described) > 1 else ''} " + "; ".join(described) + more
+            + " (the pod bound to the caller's token, in the audit records' user.extra)."), evidence
+
+
+def _deprecations_command(target: tuple[int, int] | None) -> str:
+    """`argo-doctor deprecations` at the version the finding is about: the API's removal release, else the
+    cluster's version (without either, at every known deprecation)."""
+    option = f" --target-version v{target[0]}.{target[1]}" if target is not None else ""
+    return f"argo-doctor deprecations <repo>{option}"
 
 
 def _request_matches(request: dict[str, Any], calls: _Calls) -> bool:

@@ -114,6 +114,27 @@ class NodeClockSkew(Analyzer):
             summary=summary,
             objects=[Ref("v1", "Node", "", n) for n in clocks],
             evidence=[],
-            remediation=Remediation(text="Nothing to do for nodes in sync." if not skewed else
-                                    "See the node-clock-skew findings of the skewed nodes.", docs=DOCS[:1]),
+            remediation=Remediation(text=_summary_fix(clocks, skewed), docs=DOCS[:1]),
         )
+
+
+def _summary_fix(clocks: dict[str, ClockEstimate], skewed: list[ClockEstimate]) -> str:
+    """What to do after the summary: nothing for nodes in sync, the per-node findings of skewed ones, and what a
+    node of unknown offset lacks."""
+    unknown = [e.node for e in clocks.values() if not e.known]
+    in_sync = len(clocks) - len(skewed) - len(unknown)
+    parts = []
+    if skewed:
+        parts.append("See the node-clock-skew findings of the skewed nodes.")
+    elif in_sync:
+        parts.append("Nothing to do for the nodes in sync.")
+    if unknown:
+        whose = ("No node's clock offset could be measured" if len(unknown) == len(clocks) else
+                 f"The clock offset of {', '.join(unknown)} could not be measured")
+        parts.append(
+            f"{whose}: the input holds too few times a node wrote with the API "
+            "server's stamp on the same write. Add them to the input: the node Leases (`kubectl get lease -n "
+            "kube-node-lease -o yaml`, with managedFields) and the Nodes (`kubectl get nodes -o yaml`, "
+            "with managedFields), or the kubelets' Events, or run `argo-doctor collect`, which also probes the "
+            "kubelets' clocks; or check the clocks on the nodes (`timedatectl status`).")
+    return " ".join(parts)

@@ -284,7 +284,7 @@ class RbacOverbroad(Analyzer):
                  if named else
                  f"{binding.role_label} is not a role {entry.product} ships, but what it grants here is no more "
                  f"than what {possessive(entry.product)} installation manifests give this ServiceAccount")
-                + f" ({entry.source}): not a misconfiguration. {entry.restrict}")
+                + f" ({entry.source}): not a misconfiguration. {_restrict(entry, group)}")
         if own and opted and not entries:
             lines.append("The grants not marked as documented opt-ins go beyond what the project ships or documents.")
         if group.notes:
@@ -527,7 +527,7 @@ def _namespaced_patch(group: Group, flagged: list[Flagged], sa: str) -> str:
     name = f"{sa}-namespaced"
     return (f"# The rules of {binding.role_label} flagged here, as a Role in {group.namespace or 'its namespace'}: "
             "the namespaced installation turns the whole ClusterRole into such a Role, with a RoleBinding in each "
-            f"namespace it serves, and has no {binding.obj.kind}\n"
+            "namespace it serves, and has no ClusterRole\n"
             + _role_yaml("Role", name, group.namespace, rules) + "---\n"
             + _binding_yaml("RoleBinding", name, group.namespace, "Role", sa))
 
@@ -544,7 +544,7 @@ def _remediation(ctx: Context, group: Group, own: list[Flagged], entries: list[S
                      "otherwise remove them from the role.",
                 docs=(K8S_DOCS,))
         entry = entries[0]
-        summary = entry.restrict
+        summary = _restrict(entry, group)
         opt_ins = [f.opt_in for f in group.flagged if f.opt_in is not None]
         if opt_ins:
             summary += (" The rules marked as documented opt-ins serve "
@@ -552,14 +552,15 @@ def _remediation(ctx: Context, group: Group, own: list[Flagged], entries: list[S
                      + _exec_setting(ctx, opt_ins) + ".")
         argocd_wide = entry.product == "Argo CD" and any(
             r.key in ("cluster-admin", "wildcard") for f in group.flagged for r in f.risks)
-        patch = _narrowed_patch(ctx, group, group.flagged, sa) if argocd_wide else \
-            _namespaced_patch(group, group.flagged, sa)
+        patch: str | None = _narrowed_patch(ctx, group, group.flagged, sa) if argocd_wide else \
+            _namespaced_patch(group, group.flagged, sa) if binding.role_kind == "ClusterRole" else None
         if argocd_wide and any(c.name == "application-controller" for c in group.components):
             inclusions = "\n".join(
                 f"    - apiGroups: [{json.dumps(g)}]\n      kinds: {_yaml_list(_kinds(ctx, g))}\n"
                 "      clusters: [\"*\"]" for g in _deployed(ctx)
             ) or "    - apiGroups: [\"<api group>\"]\n      kinds: [\"<Kind>\"]\n      clusters: [\"*\"]"
-            patch += f"---\n# argocd-cm: watch only what is deployed\ndata:\n  resource.inclusions: |\n{inclusions}\n"
+            patch = (f"{patch or ''}---\n# argocd-cm: watch only what is deployed\ndata:\n"
+                     f"  resource.inclusions: |\n{inclusions}\n")
         return Remediation(text=summary, patch=patch, docs=tuple(dict.fromkeys((*entry.docs, K8S_DOCS))))
     docs: list[str] = []
     candidates = shipped_for(group.components, sa) if not binding.by_group else []
@@ -582,7 +583,7 @@ def _remediation(ctx: Context, group: Group, own: list[Flagged], entries: list[S
         command = f"kubectl delete {binding.obj.kind.lower()} {binding.obj.name}" + (
             f" -n {binding.obj.namespace}" if binding.obj.kind == "RoleBinding" and binding.obj.namespace else "")
     if ship is not None:
-        text.append(f"{ship.product} needs no more than its shipped roles, below. {ship.restrict}")
+        text.append(f"{ship.product} needs no more than its shipped roles, below. {_restrict(ship, group)}")
         if command is not None and command.startswith("kubectl delete"):
             text.append("If the grant was added because a pull secret or git credentials Secret in another namespace "
                         "was forbidden, grant get on that Secret by name there (a Role with resourceNames and its "
@@ -605,6 +606,29 @@ def _remediation(ctx: Context, group: Group, own: list[Flagged], entries: list[S
         patch = _narrowed_patch(ctx, group, own, sa)
     return Remediation(text=" ".join(text), patch=patch, command=command,
                        docs=tuple(dict.fromkeys((*docs, K8S_DOCS))))
+
+
+def _restrict(entry: Shipped, group: Group) -> str:
+    """How to narrow a documented default. Several rows share the application controller's advice on its
+    cluster-wide ClusterRole: for a grant in one namespace, or a component that is not the controller, it is
+    reworded for the role and the component at hand."""
+    binding = group.binding
+    shared = next((s.restrict for s in shipped_rbac()
+                   if s.product == entry.product and "application-controller" in s.components), None)
+    names = list(dict.fromkeys(c.name for c in group.components))
+    controller = "application-controller" in names
+    if entry.restrict != shared or (controller and binding.namespace is None):
+        return entry.restrict
+    who = group.who
+    if binding.namespace is not None:
+        own = " (its ServiceAccount's namespace)" if binding.namespace == group.namespace else ""
+        return (f"{binding.role_label} grants only in namespace {binding.namespace}{own}: Argo CD's security guide "
+                "restricts the cluster-wide ClusterRoles, not this grant. To narrow it, edit "
+                f"{binding.role_label} so that it lists the resources and verbs {who} uses there instead of wildcards.")
+    return (f"Argo CD's security guide says it needs cluster-wide read but not full write: edit {binding.role_label} "
+            f"so that the writes it grants {who} are limited to the kinds (and, with Roles per namespace, the "
+            "namespaces) Argo CD manages; or use the namespaced installation (namespace-install.yaml), which has no "
+            "ClusterRole and deploys through cluster credentials limited to the namespaces listed.")
 
 
 def _exec_setting(ctx: Context, opt_ins: list[OptIn]) -> str:

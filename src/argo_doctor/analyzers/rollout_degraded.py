@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence
+from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, referenced
 from argo_doctor.facts.rollouts import (
     FAILED_ANALYSIS,
     HASH_LABEL,
@@ -97,7 +97,7 @@ class RolloutDegraded(Analyzer):
             summary=summary,
             objects=objects,
             evidence=evidence,
-            remediation=_remediation(rollout, verdict, pods[0][0].name if pods else None, paused_bugs),
+            remediation=_remediation(ctx, rollout, verdict, pods[0][0].name if pods else None, paused_bugs),
         )
 
 
@@ -134,7 +134,7 @@ def _log_tail(ctx: Context, pod: Obj) -> list[Evidence]:
     return found
 
 
-def _remediation(rollout: Obj, verdict: RolloutVerdict, pod: str | None,
+def _remediation(ctx: Context, rollout: Obj, verdict: RolloutVerdict, pod: str | None,
                  paused_bugs: list[knowledge.KnownBug]) -> Remediation:
     ns, name = rollout.namespace, rollout.name
     reasons = verdict.reasons
@@ -168,12 +168,13 @@ def _remediation(rollout: Obj, verdict: RolloutVerdict, pod: str | None,
                      "Fix the image reference in the Rollout and update it.")
         commands.append(describe)
     if pods & {"CreateContainerConfigError", "CreateContainerError"}:
-        missing = sorted({f"{m.group(1).lower()} {m.group(2)}" for p in verdict.pods
+        missing = sorted({(m.group(1).lower(), m.group(2)) for p in verdict.pods
                           for m in _MISSING_OBJECT.finditer(p.problem or "")})
         steps.append("A container cannot be created from its configuration: a ConfigMap, Secret or key it references "
                      "is missing (the message names it); it never started, so it has no logs to read. Create it or "
-                     "fix the reference" + (": " + ", ".join(f"`kubectl -n {ns} get {m}`" for m in missing)
+                     "fix the reference" + (": " + ", ".join(f"`kubectl -n {ns} get {k} {n}`" for k, n in missing)
                                             if missing else "") + ".")
+        steps.extend(referenced(ctx.snap, "Secret" if k == "secret" else "ConfigMap", n, ns) for k, n in missing)
         commands.append(describe)
     if pods & {"Unschedulable", "Pending", "ContainerCreating", "PodInitializing"}:
         steps.append("The new pods do not start (the message and the pod's events say why, e.g. no node has room): "

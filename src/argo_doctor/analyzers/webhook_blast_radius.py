@@ -5,7 +5,9 @@ its Service has no ready endpoint, TLS fails (a caBundle that does not match the
 certificate), or it answers slower than `timeoutSeconds`. When it also intercepts pod creation
 with no selector narrowing it, a short outage of one controller stops every Deployment rollout,
 Job and Workflow step of the cluster. Observed failures (`failed calling webhook "…"` in Events,
-Workflow nodes and logs) are attached.
+Workflow nodes and logs) are attached. A Service absent from an input that holds the Services of its
+namespace does not exist; absent from one that holds none there, it was not collected: that is said, at low
+severity when nothing else is wrong.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from collections.abc import Iterable
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural, regenerating_chart
-from argo_doctor.facts.webhooks import WEBHOOK_NEEDS, Webhook, backing_service, ready_endpoints, webhooks
+from argo_doctor.facts.inventory import Presence, not_collected
+from argo_doctor.facts.webhooks import (
+    WEBHOOK_NEEDS,
+    Webhook,
+    backing_service,
+    ready_endpoints,
+    service_presence,
+    webhooks,
+)
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.sources.logs import LogRecord, LogSignature
 
@@ -60,15 +70,26 @@ class WebhookBlastRadius(Analyzer):
             logged = self._logs.get(hook.name, [])
             service = backing_service(ctx.snap, hook)
             endpoints = ready_endpoints(ctx.snap, service) if service is not None else None
-            unreachable = bool(hook.service) and (service is None or (endpoints is not None and endpoints[0] == 0))
+            # a Service absent from an input that holds no Service of its namespace may well exist
+            absent = service_presence(ctx.snap, hook) if hook.service and service is None else None
+            unknown = absent == Presence.UNKNOWN
+            unreachable = bool(hook.service) and not unknown and (
+                service is None or (endpoints is not None and endpoints[0] == 0))
             broad_pods = hook.matches_pods() and hook.is_broad()
-            if not (broad_pods or seen or logged or unreachable):
+            if not (broad_pods or seen or logged or unreachable or unknown):
                 continue
             # one refused request shows in an Event, a Workflow node and log lines: count the best source once
             events = sum(f.count for f in seen if f.source == "event")
             observed = events or max(sum(1 for f in seen if f.source == "workflow"), self._counts.get(hook.name, 0))
             finding = self._finding(hook, broad_pods, unreachable, service is not None, endpoints,
                                     [f.evidence for f in seen], logged, observed)
+            if unknown:
+                namespace = str(hook.service.get("namespace") or "")
+                finding.summary += (f" It calls Service {namespace}/{hook.service.get('name')}, which is not in the "
+                                    f"input: {not_collected('Service', namespace)}.")
+                if not (broad_pods or seen or logged):
+                    finding.severity = Severity.LOW
+                    finding.title += "; its Service is not in the input"
             regenerates = regenerating_chart(ctx, hook)
             if regenerates:
                 finding.summary += (
@@ -100,8 +121,10 @@ class WebhookBlastRadius(Analyzer):
         service = hook.service
         target = f"Service {service.get('namespace')}/{service.get('name')}" if service else "a URL"
         if unreachable:
-            lines.append(f"It calls {target}, which " + ("does not exist in the input." if not has_service else
-                                                          "has no ready endpoint: every call fails now."))
+            lines.append(f"It calls {target}, which " + (
+                f"does not exist: the input holds the Services of namespace {service.get('namespace')} and it is not "
+                "among them, so every call fails now." if not has_service else
+                "has no ready endpoint: every call fails now."))
         elif endpoints is not None:
             lines.append(f"It calls {target}, with {plural(endpoints[0], 'ready endpoint')}.")
         if observed:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from argo_doctor.facts.inventory import Presence, lookup
 from argo_doctor.model import Evidence
 from argo_doctor.snapshot import Obj, Snapshot
 from argo_doctor.sources.objects import as_int, as_list, mapping
@@ -122,6 +123,12 @@ def backing_service(snap: Snapshot, hook: Webhook) -> Obj | None:
     if not service.get("name"):
         return None
     return snap.get("Service", str(service["name"]), str(service.get("namespace") or ""), "")
+
+
+def service_presence(snap: Snapshot, hook: Webhook) -> Presence:
+    """Whether the Service the webhook calls is present, missing from the cluster, or unknown to the input."""
+    service = hook.service
+    return lookup(snap, "Service", str(service.get("name") or ""), str(service.get("namespace") or ""))[0]
 
 
 def ready_endpoints(snap: Snapshot, service: Obj) -> tuple[int, int] | None:

@@ -3,6 +3,7 @@
 The Rollout check re-implements, in Python, the decision order of Argo CD's
 `resource_customizations/argoproj.io/Rollout/health.lua`, including its handling of Rollouts
 written by Argo Rollouts v0.9 (hash-valued observedGeneration) and v1.0 (no workloadRef).
+`lua_result` reads a re-implemented script's result as Argo CD reads the original's.
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from argo_doctor.health.fields import CheckError, ConversionError, obj_map, obj_str
-from argo_doctor.health.luaish import format_number, getn, index, ipairs, less_than, tonumber, truthy
+from argo_doctor.health.luaish import getn, index, ipairs, less_than, tonumber, truthy
 from argo_doctor.health.types import Health, HealthStatus
 
 Obj = Mapping[str, Any]
@@ -21,13 +21,16 @@ WORKLOAD_GENERATION_ANNOTATION = "rollout.argoproj.io/workload-generation"
 
 
 def workflow_health(obj: Obj, version: str) -> Health:
-    """argoproj.io Workflow (any version): by status.phase, with status.message."""
-    try:
-        status = obj_map(obj.get("status"), "status")
-        phase = obj_str(status.get("phase"), "status.phase")
-        message = obj_str(status.get("message"), "status.message")
-    except ConversionError as exc:
-        raise CheckError(f"failed to convert unstructured to argoworkflow: {exc}") from exc
+    """argoproj.io Workflow (any version): by status.phase, with status.message.
+
+    gitops-engine reads both with NestedString and ignores its errors: a missing field, a
+    non-object status or a non-string value reads as "", so this check never fails.
+    """
+    status = obj.get("status")
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    message = status.get("message") if isinstance(status, Mapping) else None
+    phase = phase if isinstance(phase, str) else ""
+    message = message if isinstance(message, str) else ""
     if phase in ("", "Pending", "Running"):
         return Health(HealthStatus.PROGRESSING, message)
     if phase == "Succeeded":
@@ -37,18 +40,23 @@ def workflow_health(obj: Obj, version: str) -> Health:
     return Health(HealthStatus.UNKNOWN, message)
 
 
-def lua_health(status: Any, message: Any) -> Health:
-    """What Argo CD makes of a Lua result table {status=..., message=...}."""
-    valid = {s.value for s in HealthStatus}
-    if not isinstance(status, str) or status not in valid:
+# --- Lua results, as Argo CD reads them -------------------------------------------------------
+
+
+def lua_result(status: Any, message: Any) -> Health | None:
+    """What Argo CD makes of a script's result table {status=..., message=...}.
+
+    The table goes through JSON into a struct of two strings: an empty table, or a status or
+    message that is not a string (a number, a boolean, a table), gives an empty health, which
+    argo-doctor reports as no health (None); a status that is not a health status is Unknown.
+    """
+    if status is None and message is None:
+        return None
+    if not isinstance(status, str | None) or not isinstance(message, str | None):
+        return None
+    if status not in {s.value for s in HealthStatus}:
         return Health(HealthStatus.UNKNOWN, INVALID_HEALTH_STATUS)
-    if isinstance(message, str):
-        text = message
-    elif isinstance(message, int | float) and not isinstance(message, bool):
-        text = format_number(float(message))
-    else:
-        text = ""
-    return Health(HealthStatus(status), text)
+    return Health(HealthStatus(status), message or "")
 
 
 def _progressing(message: str) -> Health:
@@ -97,7 +105,7 @@ def _stable_rs(status: Any) -> Any:
     return ""
 
 
-def rollout_health(obj: Obj, version: str) -> Health:
+def rollout_health(obj: Obj, version: str) -> Health | None:
     """argoproj.io Rollout, following Argo CD's built-in health.lua decision order."""
     status = obj.get("status")
     if not _generation_observed(obj) or not _workload_generation_observed(obj):
@@ -106,7 +114,7 @@ def rollout_health(obj: Obj, version: str) -> Health:
     # Argo Rollouts v1.0+ records phase and message; Argo CD shows them as they are.
     phase = index(status, "phase")
     if phase is not None:
-        return lua_health("Suspended" if phase == "Paused" else phase, index(status, "message"))
+        return lua_result("Suspended" if phase == "Paused" else phase, index(status, "message"))
 
     # Legacy (pre-v1.0) Rollouts: work it out from conditions and replica counts.
     for cond in ipairs(index(status, "conditions")):
@@ -114,7 +122,7 @@ def rollout_health(obj: Obj, version: str) -> Health:
         if cond_type == "InvalidSpec" or (
             cond_type == "Progressing" and index(cond, "reason") in ("RolloutAborted", "ProgressDeadlineExceeded")
         ):
-            return lua_health("Degraded", index(cond, "message"))
+            return lua_result("Degraded", index(cond, "message"))
 
     spec = index(obj, "spec")
     pause_conditions = index(status, "pauseConditions")

@@ -4,8 +4,11 @@ Order, as in gitops-engine's GetResourceHealth and Argo CD's Lua lookup:
 
 1. an object being deleted (deletionTimestamp, unless held by Argo CD's hook finalizer) is
    Progressing "Pending deletion", whatever its kind;
-2. a Lua script configured for the kind (argocd-cm, then the built-in directory) wins;
-3. Argo CD's built-in Lua checks (Rollout, CustomResourceDefinition), re-implemented here;
+2. a Lua script for the kind wins: argocd-cm, then `--lua-dir`, then the built-in scripts that
+   `lua fetch` cached for the installation's Argo CD version (`health.cache`);
+3. Argo CD's built-in Lua checks, re-implemented here: argoproj.io Rollout, AnalysisRun,
+   Experiment, CronWorkflow, EventBus, ApplicationSet, and CustomResourceDefinition (a script
+   for one of these from step 2 still wins; an empty or non-string result is no health);
 4. gitops-engine's Go checks;
 5. otherwise there is no health (None).
 
@@ -26,6 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from argo_doctor.health.argo import rollout_health, workflow_health
+from argo_doctor.health.argo_kinds import ARGO_LUA_CHECKS
 from argo_doctor.health.core import GO_CHECKS
 from argo_doctor.health.crd import crd_health
 from argo_doctor.health.fields import CheckError, split_api_version
@@ -51,10 +55,11 @@ DEFAULT_MAX_TIMEOUTS = 3
 """Times a script may be stopped for running too long before the scan stops running it."""
 LUA_BUDGET_LOCATION = "Lua health scripts"
 
-Check = Callable[[Mapping[str, Any], str], Health]
+Check = Callable[[Mapping[str, Any], str], Health | None]
 
 BUILTIN_LUA_CHECKS: dict[tuple[str, str], Check] = {
     ("argoproj.io", "Rollout"): rollout_health,
+    **{("argoproj.io", kind): check for kind, check in ARGO_LUA_CHECKS.items()},
     ("apiextensions.k8s.io", "CustomResourceDefinition"): crd_health,
 }
 """Argo CD's embedded resource_customizations scripts that argo-doctor re-implements."""

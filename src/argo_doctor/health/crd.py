@@ -8,22 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from argo_doctor.health.fields import CheckError
-from argo_doctor.health.luaish import concat, index, length, lua_type
+from argo_doctor.health.luaish import concat, index, length, pairs
 from argo_doctor.health.types import Health, HealthStatus
 
 Obj = Mapping[str, Any]
 NO_CONDITIONS = "Status conditions not found"
 INSTALLING = "CRD is being installed"
-
-
-def _pairs(value: Any) -> list[Any]:
-    """The values Lua's pairs() visits in a table decoded from JSON (nil items are absent)."""
-    if isinstance(value, Mapping):
-        return [item for item in value.values() if item is not None]
-    if isinstance(value, list | tuple):
-        return [item for item in value if item is not None]
-    raise CheckError(f"bad argument #1 to pairs (table expected, got {lua_type(value)})")
 
 
 def crd_health(obj: Obj, version: str) -> Health:
@@ -41,7 +31,7 @@ def crd_health(obj: Obj, version: str) -> Health:
         return Health(HealthStatus.PROGRESSING, NO_CONDITIONS)
 
     established = False
-    for cond in _pairs(conditions):
+    for cond in pairs(conditions):
         cond_type, cond_status = index(cond, "type"), index(cond, "status")
         if cond_type == "Terminating" and cond_status == "True":
             return Health(HealthStatus.PROGRESSING, concat("CRD is terminating: ", index(cond, "message")))

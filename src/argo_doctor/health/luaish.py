@@ -2,7 +2,9 @@
 
 Argo CD hands a Lua script the object as tables; a script that indexes a missing field, or
 iterates a nil list, stops with a Lua error and the resource becomes Unknown. These helpers
-reproduce those outcomes (with gopher-lua's wording, minus the script position).
+reproduce those outcomes (with gopher-lua's wording, minus the script position), with the
+object as Argo CD builds it (gopher-lua's append skips nil, so the null items of a JSON array
+are dropped rather than left as holes) and the standard libraries open, as for built-in scripts.
 """
 
 from __future__ import annotations
@@ -36,10 +38,13 @@ def truthy(value: Any) -> bool:
 
 
 def index(value: Any, key: str) -> Any:
-    """`value.key`: nil for a missing key, an error when `value` is not a table."""
+    """`value.key`: nil for a missing key, an error when `value` is not a table or a string.
+
+    A string indexes the string library; none of the keys the checks read is one of its functions.
+    """
     if isinstance(value, Mapping):
         return value.get(key)
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | str):
         return None
     raise CheckError(f"attempt to index a non-table object({lua_type(value)}) with key '{key}'")
 
@@ -76,35 +81,34 @@ def getn(value: Any) -> int:
 
 
 def ipairs(value: Any) -> Iterator[Any]:
-    """Lua ipairs(): array items up to the first nil; an error for a non-table."""
+    """Lua ipairs(): an array's items (null items are not in the table); none for an object;
+    an error for a non-table."""
     if isinstance(value, Mapping):
         return iter(())
     if not isinstance(value, list | tuple):
         raise CheckError(f"bad argument #1 to ipairs (table expected, got {lua_type(value)})")
-    return _until_nil(value)
+    return (item for item in value if item is not None)
 
 
-def _until_nil(items: list[Any] | tuple[Any, ...]) -> Iterator[Any]:
-    for item in items:
-        if item is None:
-            return
-        yield item
+def pairs(value: Any) -> list[Any]:
+    """The values Lua's pairs() visits: an array's non-null items, or an object's non-null values
+    (in key order here; in no defined order in Argo CD)."""
+    if isinstance(value, Mapping):
+        return [item for item in value.values() if item is not None]
+    if isinstance(value, list | tuple):
+        return [item for item in value if item is not None]
+    raise CheckError(f"bad argument #1 to pairs (table expected, got {lua_type(value)})")
 
 
 def length(value: Any) -> int:
-    """Lua's `#` for a table decoded from JSON (0 for an object)."""
+    """Lua's `#` for a table decoded from JSON (null array items are not in it; 0 for an object)."""
     if isinstance(value, list | tuple):
-        count = 0
-        for item in value:
-            if item is None:
-                break
-            count += 1
-        return count
+        return sum(1 for item in value if item is not None)
     if isinstance(value, Mapping):
         return 0
     if isinstance(value, str):
         return len(value.encode())
-    raise CheckError(f"attempt to get length of a {lua_type(value)} value")
+    raise CheckError("__len undefined")  # gopher-lua's wording
 
 
 def concat(left: str, right: Any) -> str:
@@ -113,7 +117,7 @@ def concat(left: str, right: Any) -> str:
         return left + right
     if isinstance(right, int | float) and not isinstance(right, bool):
         return left + format_number(float(right))
-    raise CheckError(f"attempt to concatenate a {lua_type(right)} value")
+    raise CheckError(f"cannot perform concat operation between string and {lua_type(right)}")  # gopher-lua's wording
 
 
 def format_number(value: float) -> str:

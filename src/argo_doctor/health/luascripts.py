@@ -7,14 +7,21 @@ Sources, in Argo CD's order of precedence:
    `resource.customizations` YAML block (`<group>/<Kind>: {health.lua, health.lua.useOpenLibs}`),
    whose keys may hold globs (`*.aws.crossplane.io/*`). An exact key beats a glob.
 2. Built-in scripts: a directory in the layout of Argo CD's `resource_customizations`
-   (`DIR/<group>/<Kind>/health.lua`, `DIR/<Kind>/health.lua` for the core group, `_` in a
-   directory name acting as `*`). Argo CD runs these with the standard libraries open.
+   (`DIR/<group>/<Kind>/health.lua`, `DIR/<Kind>/health.lua` for the core group). As in Argo
+   CD's util/lua (v3.5.1), the exact directory wins; else the directories whose path holds `_`
+   are tried in the sorted order of their names, `_` acting as a `*` that does not cross `/`
+   (`_.crossplane.io/_` matches `ec2.aws.crossplane.io/Instance`). Argo CD runs these with the
+   standard libraries open. `--lua-dir` directories come first, then the scripts `lua fetch`
+   cached for the installation's Argo CD version (`fallback`).
 
-Scripts run in Lua 5.1 (lupa.lua51; gopher-lua is also 5.1) with fresh globals per object,
-holding what Argo CD provides. Unlike Argo CD, `useOpenLibs` never grants io, the full os,
-debug or file loading here. A script is stopped after an instruction budget (Argo CD: a one
-second timeout), a CPU-time budget or a memory cap (Argo CD: none); `luaworker` runs scripts
-in a child process so that a wall-clock timeout can stop even a library call that never returns.
+Scripts run in LuaJIT 2.1 with its compiler off (Lua 5.1 plus `goto`, as gopher-lua) with fresh globals per object,
+holding what Argo CD provides. Runtime errors take gopher-lua's wording where it differs from LuaJIT's (indexing,
+calling or operating on nil, booleans, numbers; bad arguments; comparisons) and name the script's location
+(`.../health.lua:10:`, `argocd-cm resource.customizations.health.<key>:3:`) where Argo CD says `<string>:10:`.
+Unlike Argo CD, `useOpenLibs` never grants io, the full os, debug or file loading here. A script is stopped after
+an instruction budget (Argo CD: a one second timeout), a CPU-time budget or a memory cap (Argo CD: none);
+`luaworker` runs scripts in a child process so that a wall-clock timeout can stop even a library call that never
+returns.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -103,6 +110,12 @@ def glob_match(pattern: str, text: str) -> bool:
     return regex is not None and regex.fullmatch(text) is not None
 
 
+def path_match(pattern: str, key: str) -> bool:
+    """doublestar's PathMatch for a built-in directory's pattern: `*` and `?` never match `/`."""
+    parts, names = pattern.split("/"), key.split("/")
+    return len(parts) == len(names) and all(glob_match(p, n) for p, n in zip(parts, names, strict=True))
+
+
 def config_key(group: str, kind: str) -> str:
     """Argo CD's override key for a group and kind."""
     return f"{group}/{kind}" if group else kind
@@ -140,16 +153,20 @@ class LuaHealthScripts:
         overrides: Mapping[str, LuaScript] | None = None,
         builtins: Mapping[str, LuaScript] | None = None,
         problems: Iterable[HealthProblem] = (),
+        fallback: LuaHealthScripts | None = None,
     ) -> None:
         self.overrides: dict[str, LuaScript] = dict(overrides or {})
         self.builtins: dict[str, LuaScript] = dict(builtins or {})
         self.problems: tuple[HealthProblem, ...] = tuple(problems)
+        self.fallback = fallback
+        """Scripts looked up after all of these (the cached built-in scripts of the installation's version)."""
 
     def __len__(self) -> int:
-        return len(self.overrides) + len(self.builtins)
+        return len(self.overrides) + len(self.builtins) + (len(self.fallback) if self.fallback is not None else 0)
 
     def __repr__(self) -> str:
-        return f"LuaHealthScripts(overrides={sorted(self.overrides)}, builtins={sorted(self.builtins)})"
+        return (f"LuaHealthScripts(overrides={sorted(self.overrides)}, builtins={sorted(self.builtins)}, "
+                f"fallback={self.fallback!r})")
 
     @classmethod
     def from_argocd_cm(cls, data: Mapping[str, str], location: str = "argocd-cm") -> LuaHealthScripts:
@@ -243,8 +260,12 @@ class LuaHealthScripts:
                 problems.append(HealthProblem(f"{entry_where}.health.lua.useOpenLibs", f"not a boolean: {flag!r}"))
 
     @classmethod
-    def from_dir(cls, path: str | os.PathLike[str]) -> LuaHealthScripts:
-        """Built-in-style scripts from `DIR/<group>/<Kind>/health.lua` (and `DIR/<Kind>/health.lua`)."""
+    def from_dir(cls, path: str | os.PathLike[str], vet: Callable[[str, bytes], str | None] | None = None
+                 ) -> LuaHealthScripts:
+        """Built-in-style scripts from `DIR/<group>/<Kind>/health.lua` (and `DIR/<Kind>/health.lua`).
+
+        `vet` (the script's path below DIR with `/`, its bytes) says why a script is not to be used, if it is not.
+        """
         root = Path(path)
         if not root.is_dir():
             return cls(problems=[HealthProblem(str(root), "Lua customization directory not found")])
@@ -256,9 +277,14 @@ class LuaHealthScripts:
                 continue
             key = "/".join(p.replace("_", "*") for p in parts)
             try:
-                source = file.read_text(encoding="utf-8")
+                data = file.read_bytes()
+                source = data.decode("utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 problems.append(HealthProblem(str(file), f"cannot read: {exc}"))
+                continue
+            refused = vet("/".join((*parts, file.name)), data) if vet is not None else None
+            if refused is not None:
+                problems.append(HealthProblem(str(file), refused))
                 continue
             builtins[key] = LuaScript(key, source, True, str(file), builtin=True)
         return cls(builtins=builtins, problems=problems)
@@ -269,18 +295,30 @@ class LuaHealthScripts:
             {**self.overrides, **other.overrides},
             {**self.builtins, **other.builtins},
             self.problems + other.problems,
+            other.fallback if other.fallback is not None else self.fallback,
         )
 
+    def with_fallback(self, fallback: LuaHealthScripts | None, problems: Iterable[HealthProblem] = ()
+                      ) -> LuaHealthScripts:
+        """These scripts, then `fallback` for the kinds none of these covers; `problems` added."""
+        inherited = fallback.problems if fallback is not None else ()
+        return LuaHealthScripts(self.overrides, self.builtins, (*self.problems, *inherited, *problems), fallback)
+
     def script_for(self, group: str, kind: str) -> LuaScript | None:
-        """The script Argo CD would run for this kind: override, glob override, built-in, glob built-in."""
+        """The script Argo CD would run for this kind: override, glob override, built-in, wildcard built-in,
+        then the fallback's."""
         key = config_key(group, kind)
-        for table in (self.overrides, self.builtins):
-            if key in table:
-                return table[key]
-            for pattern in sorted(table):
-                if glob_match(pattern, key):
-                    return table[pattern]
-        return None
+        if key in self.overrides:
+            return self.overrides[key]
+        for pattern in sorted(self.overrides):
+            if glob_match(pattern, key):
+                return self.overrides[pattern]
+        if key in self.builtins:
+            return self.builtins[key]
+        for pattern in sorted(self.builtins, key=lambda p: p.replace("*", "_")):  # Argo CD sorts the `_` names
+            if "*" in pattern and path_match(pattern, key):
+                return self.builtins[pattern]
+        return self.fallback.script_for(group, kind) if self.fallback is not None else None
 
 
 # --- running -------------------------------------------------------------------------------
@@ -325,6 +363,36 @@ class LuaOutcome:
 
 _sandbox_source: str | None = None
 
+_GOPHER_ERRORS = """
+-- argo-doctor: gopher-lua's (Argo CD's) runtime errors for nil, booleans, numbers and functions, which LuaJIT words
+-- otherwise and names the variable rather than the key; the metatables stay hidden from getmetatable.
+local error, type, tostring, getmetatable = error, type, tostring, getmetatable
+local mt = {}
+function mt.__index(value, key)
+  error("attempt to index a non-table object(" .. type(value) .. ") with key '" .. tostring(key) .. "'", 2)
+end
+mt.__newindex = mt.__index
+function mt.__call() error("attempt to call a non-function object", 2) end
+function mt.__concat(a, b) error("cannot perform concat operation between " .. type(a) .. " and " .. type(b), 2) end
+function mt.__len() error("__len undefined", 2) end
+function mt.__unm() error("__unm undefined", 2) end
+for _, op in ipairs({"add", "sub", "mul", "div", "mod", "pow"}) do
+  mt["__" .. op] = function(a, b)
+    error("cannot perform " .. op .. " operation between " .. type(a) .. " and " .. type(b), 2)
+  end
+end
+for _, value in ipairs({false, 0, print}) do debug.setmetatable(value, mt) end
+debug.setmetatable(nil, mt)
+_G.getmetatable = function(...)
+  local found = getmetatable(...)
+  if found == mt then return nil end
+  return found
+end
+"""
+_CHUNK_LINE = re.compile(r"<string>:(\d+):")
+_BAD_ARGUMENT = re.compile(r"bad argument #(\d+) to '([^']*)'")
+_COMPARE_SAME = re.compile(r"attempt to compare two (\w+) values")
+
 
 def _sandbox() -> str:
     global _sandbox_source
@@ -338,16 +406,35 @@ def _one_line(text: str) -> str:
 
 
 def _lua_module() -> Any:
-    """lupa's Lua 5.1 build (gopher-lua implements 5.1); lupa's default Lua otherwise."""
+    """lupa's LuaJIT 2.1 build: Lua 5.1 plus `goto` and labels, the language gopher-lua implements.
+
+    Lua 5.2+ would also parse `goto` but drops `setfenv`, `unpack` and `loadstring`, which 5.1
+    scripts use; lupa's lua51 build (the fallback) cannot parse `goto`.
+    """
     try:
-        from lupa import lua51
-    except ImportError:  # pragma: no cover - a lupa without the Lua 5.1 build
-        import lupa as lua51
-    return lua51
+        from lupa import luajit21 as module
+    except ImportError:  # pragma: no cover - a lupa built without LuaJIT
+        from lupa import lua51 as module
+    return module
 
 
 LUA_VERSION = ".".join(str(n) for n in _lua_module().LUA_VERSION)
-"""The Lua version scripts run under here ("5.1" with lupa's lua51 build)."""
+"""The Lua version scripts run under here ("5.1": LuaJIT 2.1, the JIT compiler off so that hooks fire)."""
+
+
+def syntax_errors(sources: Mapping[str, str]) -> dict[str, str]:
+    """The scripts of `sources` (name → text) that do not compile in the runtime scripts run in, with why."""
+    lua = _lua_module().LuaRuntime(register_eval=False, register_builtins=False, attribute_filter=_deny_attributes)
+    compile_text = lua.globals().loadstring
+    errors = {}
+    for name, source in sources.items():
+        if source[:1] == "\x1b":
+            errors[name] = "a precompiled chunk, not source text"
+            continue
+        compiled = compile_text(source, "=" + name)
+        if isinstance(compiled, tuple):  # nil and the error
+            errors[name] = _one_line(str(compiled[1]))
+    return errors
 
 
 def json_values(value: Any) -> Any:
@@ -387,13 +474,16 @@ class LuaSandbox:
         self._lua: Any = None
         self._runner: Any = None
 
-    def run(self, source: str, use_open_libs: bool, obj: Any, limits: LuaLimits) -> LuaOutcome:
-        """Run `source` with `obj` (JSON values, see `json_values`) as the global `obj`."""
+    def run(self, source: str, use_open_libs: bool, obj: Any, limits: LuaLimits, chunk: str = "<string>"
+            ) -> LuaOutcome:
+        """Run `source` with `obj` (JSON values, see `json_values`) as the global `obj`; errors are located in
+        `chunk` (the script's location) as `<chunk>:<line>:`."""
         module = self._module
         if self._lua is None:
             self._lua = module.LuaRuntime(
                 register_eval=False, register_builtins=False, max_memory=0, attribute_filter=_deny_attributes
             )
+            self._lua.execute(_GOPHER_ERRORS)
             self._runner = self._lua.execute(self._source)
         lua = self._lua
         result: Any = None
@@ -414,12 +504,12 @@ class LuaSandbox:
             )
         except Exception as exc:  # a memory error outside the script's pcall, or bad text
             error = exc
-        outcome = self._outcome(result, error, limits)
+        outcome = self._outcome(result, error, limits, chunk)
         if error is not None or outcome.stop is not None:
             self._lua = self._runner = None  # start the next script from a clean state
         return outcome
 
-    def _outcome(self, result: Any, error: BaseException | None, limits: LuaLimits) -> LuaOutcome:
+    def _outcome(self, result: Any, error: BaseException | None, limits: LuaLimits, chunk: str) -> LuaOutcome:
         module = self._module
         if isinstance(error, module.LuaMemoryError):
             return _stopped(limits, "memory")
@@ -430,7 +520,7 @@ class LuaSandbox:
                     return _stopped(limits, limit)
             if "not enough memory" in text:
                 return _stopped(limits, "memory")
-            return _failed(text)
+            return _failed(_as_gopher(text, chunk))
         if error is not None:  # e.g. a returned string that is not UTF-8
             return _failed(f"{type(error).__name__}: {error}")
         values = result if isinstance(result, tuple) else (result,)
@@ -442,7 +532,7 @@ class LuaSandbox:
         if outcome == "memory":
             return _stopped(limits, "memory")
         if outcome == "error":
-            return _failed(str(values[1]))
+            return _failed(_as_gopher(str(values[1]), chunk))
         return _interpret(values[1:])
 
 
@@ -453,6 +543,14 @@ def stopped_outcome(message: str, stop: Stop) -> LuaOutcome:
 
 def _stopped(limits: LuaLimits, stop: Stop) -> LuaOutcome:
     return stopped_outcome(limits.message(stop), stop)
+
+
+def _as_gopher(text: str, chunk: str) -> str:
+    """A LuaJIT error in gopher-lua's (Argo CD's) wording where the two differ in text only, located in `chunk`
+    rather than `<string>`."""
+    text = _BAD_ARGUMENT.sub(r"bad argument #\1 to \2", text)
+    text = _COMPARE_SAME.sub(r"attempt to compare \1 with \1", text)
+    return _CHUNK_LINE.sub(lambda found: f"{chunk}:{found[1]}:", text)
 
 
 def _failed(message: str) -> LuaOutcome:

@@ -72,6 +72,7 @@ class LuaWorker:
         request = json.dumps(
             {
                 "source": script.source,
+                "chunk": script.location,
                 "open_libs": script.use_open_libs,
                 "obj": json_values(obj),
                 "limits": [limits.max_instructions, limits.max_memory, limits.max_cpu_seconds],
@@ -243,6 +244,8 @@ def _serve(sandbox: LuaSandbox, requests: int, replies: int, parent: int) -> Non
     for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGPROF):  # not the scan's handlers: just end
         signal.signal(signo, signal.SIG_DFL)
     gc.freeze()  # the scan's objects, inherited, stay shared with it instead of being copied on collection
+    os.environ["TZ"] = "UTC"  # os.date and os.time as in Argo CD's controller image, whatever the host's zone
+    time.tzset()
     requests, replies = _isolate(requests, replies)
     while True:
         header = _receive(requests, _HEADER.size, parent)
@@ -255,7 +258,7 @@ def _serve(sandbox: LuaSandbox, requests: int, replies: int, parent: int) -> Non
         max_instructions, max_memory, max_cpu_seconds = request["limits"]
         limits = LuaLimits(max_instructions, max_memory, max_cpu_seconds)
         signal.setitimer(signal.ITIMER_PROF, max_cpu_seconds + _CPU_GRACE)  # SIGPROF ends the process
-        outcome = sandbox.run(request["source"], request["open_libs"], request["obj"], limits)
+        outcome = sandbox.run(request["source"], request["open_libs"], request["obj"], limits, request["chunk"])
         signal.setitimer(signal.ITIMER_PROF, 0)
         reply = _encode(outcome)
         view = memoryview(_HEADER.pack(len(reply)) + reply)

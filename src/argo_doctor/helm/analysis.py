@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 from argo_doctor.helm.conditions import Cond, Formula, to_formula
 from argo_doctor.helm.expr import Call, Chain, Expr, Lit, Parsed, Ref, calls, render
 from argo_doctor.helm.functions import FunctionInfo
 from argo_doctor.helm.layout import field_path
 
+_T = TypeVar("_T")
 _ROOT = "\x01root"  # the dot is the chart's top-level context
+_EMPTY = "\x02empty"  # alias of a variable known to be empty under `helm template` (a lookup result, `dict`)
+_RELEASE_CONSTANTS: dict[tuple[str, ...], bool] = {("Release", "IsInstall"): True, ("Release", "IsUpgrade"): False}
+"""`helm template` (what Argo CD runs) renders as an install: helm's template command sets IsInstall, never
+IsUpgrade (helm v3 pkg/cmd/template.go runs action.Install with DryRun)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,12 @@ class _Frame:
     dot_taint: list[Entry]
     outer_dot: str | None
     outer_taint: list[Entry]
+    saved_pipe: dict[str, _Saved] = field(default_factory=dict)  # variables the block's own pipeline shadows
+    saved_branch: dict[str, _Saved] = field(default_factory=dict)  # variables declared in the current branch
+
+
+_Saved: TypeAlias = tuple[list[Entry] | None, str | None, int | None]
+"""A variable's state before a `:=` shadowed it: its values, its alias, the depth it was declared at."""
 
 
 def _join(*parts: str) -> str:
@@ -191,6 +202,7 @@ class Walker:
         self.stop_idx = max(stop_line - 1, 0)
         self.vars: dict[str, list[Entry]] = {}
         self.alias: dict[str, str] = {}
+        self.declared_at: dict[str, int] = {}  # block depth of each variable's visible declaration
         self.frames: list[_Frame] = []
         self.born: dict[tuple[str, str, tuple[str, ...]], Placed] = {}
         self.cond_sites: dict[tuple[str, str, tuple[str, ...]], Placed] = {}
@@ -225,15 +237,31 @@ class Walker:
                 return None
             return _join(dot, *expr.path) or None
         alias = self.alias.get(expr.root)
-        if alias is None:
+        if alias is None or alias == _EMPTY:
             return None
         return _join(alias, *expr.path) or None
+
+    def known(self, expr: Expr) -> bool | None:
+        """Truth of an expression that does not depend on values under `helm template`: `lookup` finds nothing
+        (no cluster), `dict`/`list` without arguments are empty, `.Release.IsInstall` is true."""
+        if isinstance(expr, Call):
+            if expr.name == "lookup" or (expr.name in ("dict", "list") and not expr.args):
+                return False
+            return None
+        if isinstance(expr, Chain):
+            return False if self.known(expr.base) is False else None
+        if isinstance(expr, Ref):
+            if expr.root not in (".", "$"):
+                return False if self.alias.get(expr.root) == _EMPTY else None
+            if expr.root == "$" or self.dot() == _ROOT:
+                return _RELEASE_CONSTANTS.get(expr.path)
+        return None
 
     def formula(self, expr: Expr | None) -> Formula:
         """The condition of a block as a formula."""
         if expr is None:
             return to_formula(Lit(None), self.resolve)
-        return to_formula(expr, self.resolve, render(expr))
+        return to_formula(expr, self.resolve, render(expr), self.known)
 
     def field_at(self, act: Act) -> tuple[str, ...]:
         """YAML path where the action writes."""
@@ -295,16 +323,18 @@ class Walker:
         if name == "default" and len(args) == 2 and per_arg[0]:
             given = self.resolve(args[1])
             if given:
-                per_arg[0] = _with_conds(per_arg[0], frozenset({Cond(to_formula(args[1], self.resolve), False)}))
+                per_arg[0] = _with_conds(
+                    per_arg[0], frozenset({Cond(to_formula(args[1], self.resolve, known=self.known), False)})
+                )
         elif name == "coalesce":
             before: list[Cond] = []
             for i, arg in enumerate(args):
                 if per_arg[i] and before:
                     per_arg[i] = _with_conds(per_arg[i], frozenset(before))
                 if self.resolve(arg):
-                    before.append(Cond(to_formula(arg, self.resolve), False))
+                    before.append(Cond(to_formula(arg, self.resolve, known=self.known), False))
         elif name == "ternary" and len(args) == 3 and self.resolve(args[2]):
-            test = to_formula(args[2], self.resolve)
+            test = to_formula(args[2], self.resolve, known=self.known)
             per_arg[0] = _with_conds(per_arg[0], frozenset({Cond(test, True)}))
             per_arg[1] = _with_conds(per_arg[1], frozenset({Cond(test, False)}))
         out = [e for entries in per_arg for e in entries]
@@ -320,21 +350,45 @@ class Walker:
         return out
 
     # -- effects -------------------------------------------------------------------------------
-    def assign(self, names: tuple[str, ...], expr: Expr | None, entries: list[Entry], reassign: bool) -> None:
-        """`$x := ...` / `$x = ...`: the variables carry what the right side carries."""
+    def assign(
+        self, names: tuple[str, ...], expr: Expr | None, entries: list[Entry], reassign: bool, scoped: bool = True
+    ) -> None:
+        """`$x := ...` declares the variable until the end of the enclosing block (shadowing an outer one);
+        `$x = ...` assigns the visible one: it replaces its values at the depth it was declared, and adds to them
+        from inside a block, which may not run. `scoped=False`: the caller scopes the declaration itself (a
+        block's own pipeline)."""
         here = self.conds()
+        depth = len(self.frames)
         for name in names:
             carried = _with_conds(entries, here)
-            if reassign:
-                known = self.vars.setdefault(name, [])
+            if reassign and name in self.vars and self.declared_at.get(name, 0) < depth:
+                known = self.vars[name]
                 known.extend(e for e in carried if e not in known)
             else:
+                if not reassign and scoped and self.frames:
+                    frame = self.frames[-1]
+                    if name not in frame.saved_branch and name not in frame.saved_pipe:
+                        frame.saved_branch[name] = (self.vars.get(name), self.alias.get(name),
+                                                    self.declared_at.get(name))
                 self.vars[name] = carried
+                if not reassign:
+                    self.declared_at[name] = depth
             path = self.resolve(expr) if expr is not None and len(names) == 1 else None
+            empty = expr is not None and len(names) == 1 and self.known(expr) is False
             if path:
                 self.alias[name] = path
-            elif not reassign:
+            elif empty and (not reassign or self.alias.get(name) == _EMPTY or self.declared_at.get(name) == depth):
+                self.alias[name] = _EMPTY
+            elif not reassign or self.declared_at.get(name, 0) == depth or self.alias.get(name) == _EMPTY:
                 self.alias.pop(name, None)
+
+    def _restore(self, saved: dict[str, _Saved]) -> None:
+        """Put back the variables a closing scope shadowed."""
+        for name, (entries, alias, depth) in saved.items():
+            _put_back(self.vars, name, entries)
+            _put_back(self.alias, name, alias)
+            _put_back(self.declared_at, name, depth)
+        saved.clear()
 
     def sink(self, entries: list[Entry], act: Act) -> None:
         """The action writes its value into the output."""
@@ -358,8 +412,11 @@ class Walker:
     def _open(self, act: Act) -> None:
         p = act.parsed
         entries = self.taint(p.expr, act)
+        shadowed: dict[str, _Saved] = {}
         if p.decl:
-            self.assign(p.decl, p.expr, entries, p.assign)
+            if not p.assign:
+                shadowed = {n: (self.vars.get(n), self.alias.get(n), self.declared_at.get(n)) for n in p.decl}
+            self.assign(p.decl, p.expr if p.keyword != "range" else None, entries, p.assign, scoped=False)
         self.condition_use(entries, act)
         formula = self.formula(p.expr)
         outer_dot, outer_taint = self.dot(), self.dot_taint()
@@ -372,8 +429,11 @@ class Walker:
         elif p.keyword == "range":
             dot, dot_taint = None, entries
         self.frames.append(
-            _Frame(p.keyword, act.loc, [formula], (Cond(formula, True),), dot, dot_taint, outer_dot, outer_taint)
+            _Frame(p.keyword, act.loc, [formula], (Cond(formula, True),), dot, dot_taint, outer_dot, outer_taint,
+                   saved_pipe=shadowed)
         )
+        for name in shadowed:
+            self.declared_at[name] = len(self.frames)
 
     def _else(self, act: Act) -> None:
         p = act.parsed
@@ -381,6 +441,7 @@ class Walker:
             self.chart.problem(act.loc, "else without a matching if/with/range")
             return
         frame = self.frames[-1]
+        self._restore(frame.saved_branch)
         negated = tuple(Cond(f, False) for f in frame.prior)
         frame.dot, frame.dot_taint = frame.outer_dot, frame.outer_taint
         if p.keyword == "else":
@@ -412,7 +473,9 @@ class Walker:
                 self.frames.append(_Frame("block", act.loc, [], (), dot, self.dot_taint(), dot, self.dot_taint()))
             elif kw == "end":
                 if self.frames:
-                    self.frames.pop()
+                    frame = self.frames.pop()
+                    self._restore(frame.saved_branch)
+                    self._restore(frame.saved_pipe)
                 else:
                     self.chart.problem(act.loc, "end without a matching if/with/range/define")
             elif kw == "template":
@@ -433,6 +496,13 @@ class Walker:
             unlanded.append((replace(where[0], field=self.field_at(where[1]) + entry.field), where[1]))
         unlanded.extend(self.passed)
         return ScopeOut(self.landed, unlanded)
+
+
+def _put_back(table: dict[str, _T], name: str, value: _T | None) -> None:
+    if value is None:
+        table.pop(name, None)
+    else:
+        table[name] = value
 
 
 def _is_values_root(expr: Expr) -> bool:

@@ -56,7 +56,14 @@ class Unknown:
     text: str
 
 
-Formula: TypeAlias = Truthy | Equals | Not | AllOf | AnyOf | Unknown
+@dataclass(frozen=True)
+class Const:
+    """A condition whose value is known without values (a `lookup` result is empty under `helm template`)."""
+
+    value: bool
+
+
+Formula: TypeAlias = Truthy | Equals | Not | AllOf | AnyOf | Unknown | Const
 
 
 @dataclass(frozen=True)
@@ -77,23 +84,28 @@ class Setting:
 
 
 Resolver: TypeAlias = Callable[[Expr], str | None]
+Known: TypeAlias = Callable[[Expr], bool | None]
 _MAX_ALTERNATIVES = 16
 
 
-def to_formula(expr: Expr, resolve: Resolver, text: str = "") -> Formula:
-    """Translate a condition expression into a formula over values paths."""
+def to_formula(expr: Expr, resolve: Resolver, text: str = "", known: Known | None = None) -> Formula:
+    """Translate a condition expression into a formula over values paths; `known` gives the truth of expressions
+    that do not depend on values (None when it does not know)."""
     path = resolve(expr)
     if path:
         return Truthy(path)
+    constant = known(expr) if known is not None else None
+    if constant is not None:
+        return Const(constant)
     if isinstance(expr, Call):
         name, args = expr.name, expr.args
         if name == "not" and len(args) == 1:
-            return Not(to_formula(args[0], resolve, text))
+            return Not(to_formula(args[0], resolve, text, known))
         if name in ("and", "or") and args:
-            parts = tuple(to_formula(a, resolve, text) for a in args)
+            parts = tuple(to_formula(a, resolve, text, known) for a in args)
             return AllOf(parts) if name == "and" else AnyOf(parts)
         if name == "empty" and len(args) == 1:
-            return Not(to_formula(args[0], resolve, text))
+            return Not(to_formula(args[0], resolve, text, known))
         if name in ("eq", "ne") and len(args) >= 2:
             subject = resolve(args[0])
             others = args[1:]
@@ -203,11 +215,17 @@ def _same(current: Any, value: Scalar) -> bool:
     return bool(current == value)
 
 
-def describe(setting: Setting, values: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(path, value token, phrase) for one setting; the phrase's current-value note follows a NUL."""
+def shown_path(path: str, prefix: str) -> str:
+    """A sub-chart's values path as the parent chart sets it (`global.` ones are copied down as they are)."""
+    return path if not prefix or path == "global" or path.startswith("global.") else prefix + path
+
+
+def describe(setting: Setting, values: Mapping[str, Any], prefix: str = "") -> tuple[str, str, str]:
+    """(path, value token, phrase) for one setting; the phrase's current-value note follows a NUL. `prefix` is
+    the sub-chart's section in the parent's values ("metrics.")."""
     current = lookup_value(values, setting.path)
     shown = show_value(current)
-    path = setting.path
+    path = shown_path(setting.path, prefix)
     if setting.op in ("truthy", "falsy"):
         want = setting.op == "truthy"
         done = go_truthy(current) == want
@@ -234,9 +252,11 @@ def _join(phrases: list[str]) -> str:
     return ", ".join(phrases[:-1]) + " and " + phrases[-1]
 
 
-def settings_text(settings: frozenset[Setting], values: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], ...], str]:
+def settings_text(
+    settings: frozenset[Setting], values: Mapping[str, Any], prefix: str = ""
+) -> tuple[tuple[tuple[str, str], ...], str]:
     """The (path, value) pairs of a switch in stable order, and a sentence for people."""
-    described = sorted((describe(s, values) for s in settings), key=lambda d: d[0])
+    described = sorted((describe(s, values, prefix) for s in settings), key=lambda d: d[0])
     pairs = tuple((path, token) for path, token, _ in described)
     groups: list[tuple[list[str], str]] = []  # settings sharing the same current value are named together
     for _, _, phrase in described:
@@ -246,3 +266,49 @@ def settings_text(settings: frozenset[Setting], values: Mapping[str, Any]) -> tu
         else:
             groups.append(([core], note))
     return pairs, "set " + _join([f"{_join(cores)} {note}" for cores, note in groups])
+
+
+def evaluate(formula: Formula, values: Mapping[str, Any]) -> bool | None:
+    """The formula's truth value with these values; None when it cannot be told from values alone."""
+    if isinstance(formula, Const):
+        return formula.value
+    if isinstance(formula, Truthy):
+        return go_truthy(lookup_value(values, formula.path))
+    if isinstance(formula, Equals):
+        return _same(lookup_value(values, formula.path), formula.value)
+    if isinstance(formula, Not):
+        inner = evaluate(formula.inner, values)
+        return None if inner is None else not inner
+    if isinstance(formula, (AllOf, AnyOf)):
+        decisive = isinstance(formula, AnyOf)  # the part value that decides the whole
+        results = [evaluate(p, values) for p in formula.parts]
+        if decisive in results:
+            return decisive
+        return None if None in results else not decisive
+    return None
+
+
+def reach(conds: frozenset[Cond], values: Mapping[str, Any]) -> bool | None:
+    """Whether code under these conditions runs with these values: True, False, or None when some condition
+    cannot be evaluated statically (and none is known to fail)."""
+    unknown = False
+    for cond in conds:
+        value = evaluate(cond.formula, values)
+        if value is None:
+            unknown = True
+        elif value != cond.want:
+            return False
+    return None if unknown else True
+
+
+def override_of(path: str, token: str) -> Any:
+    """A value that realises a switch's (path, token) pair, for `--set`-style application: "<set>" becomes a
+    placeholder string, "<empty>" an empty one, "!= v" something other than v."""
+    if token == "<set>":
+        return "set-by-argo-doctor"
+    if token == "<empty>":
+        return ""
+    if token.startswith("!= "):
+        other = json.loads(token[3:])
+        return "" if other not in ("", None) else "other"
+    return json.loads(token)

@@ -27,6 +27,9 @@ class NondeterministicUse:
     resource_name: str | None
     field: tuple[str, ...]  # ("data",) / ("webhooks", "[]", "clientConfig", "caBundle")
     switches: tuple[Switch, ...]
+    certain: bool = True
+    """False when a condition around the call cannot be evaluated from values (`.Release`, `.Capabilities`,
+    `lookup`, a template's output...): the call may be reached."""
 
 
 @dataclass

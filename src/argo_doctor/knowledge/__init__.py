@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -95,6 +96,29 @@ def sync_error_advice() -> tuple[SyncErrorAdvice, ...]:
 def known_kinds() -> frozenset[tuple[str, str]]:
     """(group, kind) of every kind known without a CRD: built-in Kubernetes and the Argo projects."""
     return frozenset((str(row["group"]), kind) for row in load_rows("kinds.yaml") for kind in row["kinds"])
+
+
+@cache
+def lua_kinds() -> tuple[tuple[str, str, str], ...]:
+    """(group, kind, since) of every kind with a health script built into Argo CD, `since` the first release that
+    ships it; `*` in group or kind matches any text."""
+    return tuple(
+        (str(row["group"]), str(kind), str(row["since"]))
+        for row in load_rows("lua_kinds.yaml")
+        for kind in row["kinds"]
+    )
+
+
+def has_builtin_lua(group: str, kind: str, argocd_version: str | None = None) -> bool:
+    """Whether Argo CD ships a health script for this kind (lua_kinds.yaml): in `argocd_version` when it is given
+    and readable, else in some release."""
+    installed = parse_version(argocd_version)
+    for g, k, since in lua_kinds():
+        if fnmatchcase(group, g) and fnmatchcase(kind, k):
+            first = parse_version(since)
+            if installed is None or (first is not None and first <= installed):
+                return True
+    return False
 
 
 Version = tuple[int, int, int]

@@ -23,6 +23,7 @@ def report_json(report: ChartReport) -> dict[str, Any]:
                 "resource": {"kind": u.resource_kind, "name": u.resource_name},
                 "field": list(u.field),
                 "switches": [{"settings": dict(s.settings), "text": s.text} for s in u.switches],
+                "reached": "yes" if u.certain else "maybe",
             }
             for u in report.uses
         ],
@@ -43,7 +44,8 @@ def report_text(report: ChartReport) -> str:
         lines = [head, f"{len(report.uses)} call(s) whose output changes on every render:"]
         for use in report.uses:
             field = ".".join(use.field).replace(".[]", "[]")
-            lines.append(f"  {use.function} ({use.kind}) at {use.call}")
+            reached = "" if use.certain else " — may be reached (a condition on the way depends on more than values)"
+            lines.append(f"  {use.function} ({use.kind}) at {use.call}{reached}")
             lines.append(f"    lands in {use.resource_kind or '?'} {use.resource_name or '?'} {field} ({use.output})")
             if use.via:
                 lines.append(f"    via {' → '.join(use.via)}")
@@ -53,7 +55,5 @@ def report_text(report: ChartReport) -> str:
         lines.append("two renders with helm: " + ("identical" if not report.render_diff else "DIFFERENT"))
         if report.render_diff:
             lines.append(report.render_diff)
-    elif not report.helm_available:
-        lines.append("no helm binary on PATH: the static result stands alone")
     lines.extend(f"error: {loc}: {msg}" for loc, msg in report.problems)
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import IO
 
 from argo_doctor.engine import ScanResult
+from argo_doctor.report.json import problem_kind
 from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
 
@@ -55,7 +56,9 @@ def render(result: ScanResult, out: IO[str]) -> None:
                 f"| {_cell(entry.excerpt)} |\n"
             )
         out.write("\n")
-    if result.problems:
-        out.write("## Input errors\n\n")
-        for problem in result.problems:
+    for kind, heading in (("error", "Input errors"), ("note", "Notes on the input")):
+        problems = [p for p in result.problems if problem_kind(p) == kind]
+        if problems:
+            out.write(f"## {heading}\n\n")
+        for problem in problems:
             out.write(f"- `{_cell(problem.location)}`: {_cell(problem.message)}\n")

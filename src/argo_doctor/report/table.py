@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from argo_doctor.engine import ScanResult
-from argo_doctor.model import Finding, Severity
+from argo_doctor.model import Finding, Problem, Severity
+from argo_doctor.report.json import problem_kind
 from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
 
@@ -87,7 +88,23 @@ def render(result: ScanResult, out: IO[str]) -> None:
         if any(f.severity == s for f in result.findings)
     )
     console.print(f"{len(result.findings)} finding(s)" + (f": {counts}" if counts else ""))
-    if result.problems:
-        console.print(f"[yellow]{len(result.problems)} input problem(s); the scan went on without them:[/yellow]")
-        for problem in result.problems:
+    print_problems(console, result.problems)
+
+
+def problem_groups(problems: list[Problem]) -> list[tuple[str, list[Problem]]]:
+    """The input errors (what the scan went on without), then the notes on the input, each under its heading;
+    only the groups that have any."""
+    errors = [p for p in problems if problem_kind(p) == "error"]
+    notes = [p for p in problems if problem_kind(p) == "note"]
+    groups = [(f"{len(errors)} input error(s); the scan went on without them:", errors),
+              (f"{len(notes)} note(s) on the input:", notes)]
+    return [(heading, group) for heading, group in groups if group]
+
+
+def print_problems(console: Console, problems: list[Problem]) -> None:
+    """`problem_groups`, one line each; the texts already redacted and printable."""
+    for heading, group in problem_groups(problems):
+        style = "yellow" if problem_kind(group[0]) == "error" else "default"
+        console.print(f"[{style}]{escape(heading)}[/{style}]")
+        for problem in group:
             console.print(f"  [magenta]{escape(problem.location)}[/magenta]: {escape(problem.message)}")

@@ -6,7 +6,7 @@ import gzip
 import re
 import zlib
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -39,6 +39,9 @@ class _ObjectRef(msgspec.Struct, omit_defaults=True):
 class _User(msgspec.Struct, omit_defaults=True):
     username: str = ""
     groups: list[str] = []
+    extra: Any = None
+    """`user.extra`: a map of string lists (e.g. the pod a ServiceAccount token is bound to); anything else in it
+    is dropped, not a reason to skip the record."""
 
 
 class _Status(msgspec.Struct, omit_defaults=True):
@@ -108,6 +111,8 @@ class AuditEvent:
     received: datetime | None
     annotations: dict[str, str]
     location: str
+    extra: dict[str, list[str]] = field(default_factory=dict)
+    """`user.extra`: authenticator-provided attributes, e.g. `authentication.kubernetes.io/pod-name`."""
 
 
 @dataclass
@@ -294,4 +299,7 @@ def _event(raw: _RawAuditEvent, location: str) -> AuditEvent:
         received=parse_time(raw.requestReceivedTimestamp),
         annotations=raw.annotations,
         location=location,
+        extra={str(key): [str(v) for v in values if isinstance(v, str)]
+               for key, values in raw.user.extra.items() if isinstance(values, list)}
+        if isinstance(raw.user.extra, dict) else {},
     )

@@ -30,7 +30,7 @@ from argo_doctor.sources import dump
 from argo_doctor.sources.audit import AuditFile
 from argo_doctor.sources.files import UnsafeInput, exists, is_dir, open_input
 from argo_doctor.sources.logs import LogFile
-from argo_doctor.sources.objects import OBJECT_SUFFIXES, FileLoad, load_object_file, load_yaml_file
+from argo_doctor.sources.objects import OBJECT_SUFFIXES, FileLoad, ObjectJob, load_object_file, load_yaml_file
 from argo_doctor.timeutil import parse_time
 
 TARBALL_SUFFIXES = (".tar.gz", ".tgz", ".tar")
@@ -62,21 +62,51 @@ _HEADER_ERRORS = (tarfile.TarError, ValueError, UnicodeError, IndexError, KeyErr
 
 
 def load(paths: Iterable[str | Path], workdir: Path | None = None) -> Snapshot:
-    """Read every input into one Snapshot. Tarballs are extracted under `workdir` (a temp dir)."""
+    """Read every input into one Snapshot. Tarballs are extracted under `workdir` (a temp dir). A path given twice
+    is read once, and a file is read once whatever the inputs that hold it (`distinct_inputs`)."""
     inputs = [Path(p) for p in paths]
     if not inputs:
         raise InputError("no input given")
     snap = Snapshot(source=", ".join(str(p) for p in inputs))
     several = len(inputs) > 1
-    for item in readable_inputs(inputs, workdir, snap.problems):
+    for item in readable_inputs(distinct_inputs(inputs, snap.problems), workdir, snap.problems):
+        given = str(item.given)
         if item.extracted:
-            _load_dir(snap, item.path, prefix=f"{item.given.name}!/" if several else "")
+            _load_dir(snap, item.path, f"{item.given.name}!/" if several else "", given)
         elif is_dir(item.path):
-            _load_dir(snap, item.path, prefix=f"{item.given.name}/" if several else "")
+            _load_dir(snap, item.path, f"{item.given.name}/" if several else "", given)
         else:
             snap.formats.append("files")
-            _load_objects(snap, [(item.path, str(item.path))])
+            _load_objects(snap, [(item.path, given)], given)
     return snap
+
+
+def distinct_inputs(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
+    """The paths without those that lead where an earlier one does (`dir` and `dir/`, a link to it), each left
+    out with one note. A folder or file inside another folder given is kept, with one note: the files both hold
+    are read once (`Snapshot.files_read`)."""
+    kept: list[Path] = []
+    real: dict[str, Path] = {}
+    for given in paths:
+        resolved = os.path.realpath(given)
+        if resolved in real:
+            before = real[resolved]
+            said = "given twice" if str(before) == str(given) else f"the same as {before}, given before"
+            problems.append(Problem(str(given), f"{said}: read once", "note"))
+            continue
+        real[resolved] = given
+        kept.append(given)
+    for given in kept:
+        resolved = os.path.realpath(given)
+        if given.name.endswith(TARBALL_SUFFIXES):
+            continue  # a folder does not read the tarballs inside it
+        outer = next((other for path, other in real.items()
+                      if path != resolved and resolved.startswith(path.rstrip(os.sep) + os.sep) and is_dir(other)),
+                     None)
+        if outer is not None:
+            problems.append(Problem(str(given), f"inside {outer}, also given: the files both hold are read once",
+                                    "note"))
+    return kept
 
 
 @dataclass(frozen=True)
@@ -471,18 +501,21 @@ def _readable(paths: Iterable[Path], root: Path, prefix: str, problems: list[Pro
     return kept
 
 
-def _load_dir(snap: Snapshot, root: Path, prefix: str) -> None:
+def _load_dir(snap: Snapshot, root: Path, prefix: str, given: str) -> None:
+    """Read the folder `root` of the input `given`: a cluster-info dump, a bundle, or a folder of object files."""
     snap.roots.append(root)
     if dump.is_cluster_info_dump(root):
         snap.formats.append("cluster-info-dump")
         lists = _readable(dump.dump_object_files(root), root, prefix, snap.problems)
-        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in lists])
-        snap.log_files.extend(dump.dump_log_files(root, snap.problems, lambda p: _rel(p, root, prefix)))
+        _load_objects(snap, [(p, _rel(p, root, prefix), dump.list_item_type(p)) for p in lists], given)
+        sections = list(dump.dump_log_files(root, snap.problems, lambda p: _rel(p, root, prefix)))
+        fresh = {path for path in dict.fromkeys(s.path for s in sections) if _first_read(snap, path)}
+        snap.log_files.extend(s for s in sections if s.path in fresh)  # a file holds the logs of several containers
         return
     if not any(os.path.lexists(root / marker) for marker in BUNDLE_MARKERS):
         snap.formats.append("files")
         files = _visible_files(root, root, prefix, snap.problems)
-        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files if _is_object_file(p)])
+        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files if _is_object_file(p)], given)
         return
     snap.formats.append("bundle-v1")
     meta = root / "bundle.yaml"
@@ -491,22 +524,35 @@ def _load_dir(snap: Snapshot, root: Path, prefix: str) -> None:
     objects = _folder(root, "objects", prefix, snap.problems)
     if objects is not None:
         files = [p for p in _visible_files(objects, root, prefix, snap.problems) if _is_object_file(p)]
-        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files])
+        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files], given)
     logs = _folder(root, "logs", prefix, snap.problems)
     if logs is not None:
         for path in _visible_files(logs, root, prefix, snap.problems):
             log_file = _log_file(path, root, prefix, snap.problems)
-            if log_file is not None:
+            if log_file is not None and _first_read(snap, path):
                 snap.log_files.append(log_file)
     audit = _folder(root, "audit", prefix, snap.problems)
     if audit is not None:
-        snap.audit_files.extend(
-            AuditFile(p, _rel(p, root, prefix), root) for p in _visible_files(audit, root, prefix, snap.problems)
-        )
+        snap.audit_files.extend(AuditFile(p, _rel(p, root, prefix), root)
+                                for p in _visible_files(audit, root, prefix, snap.problems) if _first_read(snap, p))
     metrics = _folder(root, "metrics", prefix, snap.problems)
     if metrics is not None:
         for path in sorted(metrics.glob("*.prom")):  # opened (or refused) by sources.metrics
-            snap.add_metrics_file(path, _rel(path, root, prefix), root)
+            if _first_read(snap, path):
+                snap.add_metrics_file(path, _rel(path, root, prefix), root)
+
+
+def _first_read(snap: Snapshot, path: Path) -> bool:
+    """Whether the file `path` is not read yet (by its device and inode: a link to a file, or a file of a folder
+    given twice, is read once); a file that cannot be looked at is read, and its reader says why."""
+    try:
+        found = path.stat()
+    except OSError:
+        return True
+    if (found.st_dev, found.st_ino) in snap.files_read:
+        return False
+    snap.files_read.add((found.st_dev, found.st_ino))
+    return True
 
 
 def _folder(root: Path, name: str, prefix: str, problems: list[Problem]) -> Path | None:
@@ -571,12 +617,16 @@ def _log_file(path: Path, root: Path, prefix: str, problems: list[Problem]) -> L
     return LogFile(path, display, parts[0], parts[1], container, previous)
 
 
-def _load_objects(snap: Snapshot, files: list[tuple[Path, str]]) -> None:
-    """Parse object files on a process pool when there is enough to parse; index them in order."""
+def _load_objects(snap: Snapshot, jobs: Sequence[ObjectJob], given: str) -> None:
+    """Parse the object files of the input `given` on a process pool when there is enough to parse; index them in
+    order. A file already read (a link to it, or the same file given twice) is not read again: its objects would
+    only be duplicates of themselves."""
+    files = [job for job in jobs if _first_read(snap, job[0])]
     total = 0
-    for path, _ in files:
-        with contextlib.suppress(OSError):
-            total += path.stat().st_size
+    for job in files:
+        snap.input_of[job[1]] = given
+        with contextlib.suppress(OSError):  # the reader says why
+            total += job[0].stat().st_size
     workers = min(os.cpu_count() or 1, len(files))
     # Objects live as long as the scan: the cyclic GC would walk them again and again for nothing.
     was_enabled = gc.isenabled()
@@ -591,7 +641,7 @@ def _load_objects(snap: Snapshot, files: list[tuple[Path, str]]) -> None:
             gc.enable()
 
 
-def _parallel_loads(files: list[tuple[Path, str]], workers: int) -> Iterator[FileLoad]:
+def _parallel_loads(files: Sequence[ObjectJob], workers: int) -> Iterator[FileLoad]:
     """Each file's load, in order, parsed on a pool of forked workers. A worker that dies (a signal, the OOM
     killer) breaks the pool and fails every file not parsed yet: those are parsed again one at a time in a
     fresh single worker, so that a crash is pinned on the one file that causes it, which becomes one problem,

@@ -17,8 +17,21 @@ from pathlib import Path
 from argo_doctor.model import Problem
 from argo_doctor.sources.files import UnsafeInput, open_input
 from argo_doctor.sources.logs import LogFile
+from argo_doctor.sources.objects import ItemType
 
-DUMP_LISTS = ("events", "replication-controllers", "services", "daemonsets", "deployments", "replicasets", "pods")
+LIST_ITEM_TYPES: dict[str, ItemType] = {
+    "nodes": ("v1", "Node"),
+    "events": ("v1", "Event"),
+    "replication-controllers": ("v1", "ReplicationController"),
+    "services": ("v1", "Service"),
+    "daemonsets": ("apps/v1", "DaemonSet"),
+    "deployments": ("apps/v1", "Deployment"),
+    "replicasets": ("apps/v1", "ReplicaSet"),
+    "pods": ("v1", "Pod"),
+}
+"""The (apiVersion, kind) of the items of each list kubectl writes, by file name: the core/v1 and apps/v1 clients of
+current kubectl's `clusterinfo_dump.go`. Old kubectl left kind and apiVersion out (`objects._typed_list`)."""
+DUMP_LISTS = tuple(name for name in LIST_ITEM_TYPES if name != "nodes")
 _START = re.compile(rb"^==== START logs for container (\S+) of pod ([^/\s]+)/(\S+) ====\r?$", re.M)
 _END = re.compile(rb"^==== END logs for container \S+ of pod \S+ ====\r?$", re.M)
 _SCAN_CHUNK = 8 << 20
@@ -50,6 +63,12 @@ def dump_object_files(root: Path) -> Iterator[Path]:
                 candidate = ns_dir / f"{name}.{ext}"
                 if os.path.lexists(candidate):
                     yield candidate
+
+
+def list_item_type(path: Path) -> ItemType | None:
+    """The (apiVersion, kind) of the items of a dump's list file, from its name (`deployments.json`: apps/v1
+    Deployment)."""
+    return LIST_ITEM_TYPES.get(path.name.rpartition(".")[0])
 
 
 def dump_log_files(root: Path, problems: list[Problem], display: Callable[[Path], str]) -> Iterator[LogFile]:

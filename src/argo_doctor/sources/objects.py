@@ -164,14 +164,22 @@ class FileLoad:
     secrets: list[str]
 
 
-def load_object_file(job: tuple[Path, str]) -> FileLoad:
+ItemType = tuple[str, str]
+"""(apiVersion, kind) of the items of a list file whose items may not say it: a cluster-info dump's lists."""
+
+ObjectJob = tuple[Path, str] | tuple[Path, str, ItemType | None]
+"""(path, display name) of an object file, and the ItemType of its items when the file says what they are."""
+
+
+def load_object_file(job: ObjectJob) -> FileLoad:
     """Read, redact and encode every object of one file (runs in a worker process)."""
-    path, display = job
+    path, display = job[0], job[1]
+    item_type = job[2] if len(job) > 2 else None
     problems: list[Problem] = []
     secrets: list[str] = []
     objects = []
     try:
-        for raw in read_object_file(path, display, problems):
+        for raw in read_object_file(path, display, problems, item_type):
             try:
                 values = secret_values(raw.data)
                 data = redact_object(raw.data)
@@ -508,13 +516,16 @@ def _yaml_documents(
 
 
 def _item_lines(node: yaml.Node, base_line: int) -> list[int]:
-    """The line of each entry of a top-level `items` sequence (a `kind: List`), else []."""
+    """The line of each entry of a top-level `items` sequence (a `kind: List`; `Items` in an old cluster-info
+    dump), else []."""
     if not isinstance(node, yaml.MappingNode):
         return []
+    found: dict[str, list[int]] = {}
     for key, value in node.value:
-        if getattr(key, "value", None) == "items" and isinstance(value, yaml.SequenceNode):
-            return [base_line + item.start_mark.line + 1 for item in value.value]
-    return []
+        name = getattr(key, "value", None)
+        if name in ("items", "Items") and isinstance(value, yaml.SequenceNode):
+            found.setdefault(name, [base_line + item.start_mark.line + 1 for item in value.value])
+    return found.get("items", found.get("Items", []))
 
 
 def _offset_of_line(data: bytes, line: int) -> int:
@@ -541,6 +552,9 @@ def _flatten(
         return
     kind: str = doc["kind"]
     if not kind.endswith("List") or "items" not in doc:
+        if doc.get("metadata") is not None and not isinstance(doc["metadata"], dict):
+            problems.append(Problem(location, f"a {kind} whose metadata is not a mapping; skipped"))
+            return
         yield RawObject(doc, location)
         return
     items = doc["items"]
@@ -558,8 +572,96 @@ def _flatten(
                 yield RawObject(obj.data, f"{location}#items[{index}]")
 
 
-def read_object_file(path: Path, display: str, problems: list[Problem]) -> Iterator[RawObject]:
-    """Yield every Kubernetes object in one YAML or JSON file; problems go to `problems`."""
+_OBJECT_META_FIELDS = frozenset({
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
+    "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers",
+    "clusterName", "managedFields", "initializers",
+})
+"""The JSON names of metav1.ObjectMeta's fields, which Go writes at the top of an internal object (embedded)."""
+_USER_KEYED = frozenset({
+    "labels", "annotations", "matchLabels", "NodeSelector", "Selector", "Capacity", "Allocatable", "Limits",
+    "Requests", "Options", "VolumeAttributes", "Parameters", "Data", "BinaryData", "Hard", "Used",
+})
+"""Fields of internal objects whose keys are data (label keys, resource names), never renamed."""
+_GO_RENAMED = {"LastTerminationState": "lastState"}
+"""Internal Go fields whose JSON name is not their name in lower camel case."""
+_LEADING_CAPITALS = re.compile(r"[A-Z]+")
+
+
+def _json_name(field: str) -> str:
+    """The JSON name Kubernetes gives a Go field: `NodeName` → `nodeName`, `UID` → `uid`, `HTTPGet` → `httpGet`,
+    `HostIP` → `hostIP`, `GCEPersistentDisk` → `gcePersistentDisk`."""
+    if field in _GO_RENAMED:
+        return _GO_RENAMED[field]
+    capitals = _LEADING_CAPITALS.match(field)
+    if capitals is None:
+        return field
+    run = capitals.end()
+    if run == len(field):
+        return field.lower()
+    keep = run - 1 if run > 1 else run  # the last capital of a run starts the next word
+    return field[:keep].lower() + field[keep:]
+
+
+def _from_go_fields(value: Any, top: bool = False) -> Any:
+    """An object of kubectl's internal types as Go's encoding/json wrote it (field names, `null` for nil, ObjectMeta
+    embedded at the top) in the API's JSON form: names in lower camel case, nulls left out, ObjectMeta's fields under
+    `metadata` (of the object, and of pod templates)."""
+    if isinstance(value, list):
+        return [_from_go_fields(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    converted = {_json_name(key) if isinstance(key, str) else key: item if key in _USER_KEYED else _from_go_fields(item)
+                 for key, item in value.items() if item is not None}
+    if top or "Spec" in value:
+        meta = {key: converted.pop(key) for key in list(converted) if key in _OBJECT_META_FIELDS}
+        if meta and "metadata" not in converted:
+            converted["metadata"] = meta
+    return converted
+
+
+def _typed_list(doc: Any, item_type: ItemType, location: str, problems: list[Problem]) -> Any:
+    """A list document of a cluster-info dump, its items given the kind and apiVersion its file name says.
+
+    The first `cluster-info dump` (kubernetes PR #20672, `pkg/kubectl/cmd/clusterinfo_dump.go`) printed the lists
+    of kubectl's internal client, which carry no kind or apiVersion (kubernetes issue #65221: kubectl 1.11.0's
+    printer refusing such an internal `core.NodeList`). Internal types have no JSON tags (kubernetes
+    `pkg/apis/core/types.go`: `Items []Pod`, `metav1.ObjectMeta` embedded, `Spec PodSpec`), so encoding/json wrote
+    `Items`, Go field names, `null` for every nil field, and ObjectMeta's fields at the top of each item: such
+    items are turned back into the API's form (`_from_go_fields`). Current kubectl lists with the versioned core/v1
+    and apps/v1 clients and sets the types (kubectl `pkg/cmd/clusterinfo/clusterinfo_dump.go`): the apiVersions
+    filled in are those, so that an old dump reads as the objects a current one holds. A kind or apiVersion an item
+    states is kept."""
+    if not isinstance(doc, dict):
+        return doc
+    api_version, kind = item_type
+    key = "items" if "items" in doc else "Items" if "Items" in doc else None
+    if key is None:
+        return doc
+    items = [] if doc[key] is None else doc[key]
+    typed = []
+    for index, item in enumerate(items if isinstance(items, list) else ()):
+        if isinstance(item, dict) and "metadata" not in item and key == "Items":  # Go's names, ObjectMeta inline
+            try:
+                item = _from_go_fields(item, top=True)
+            except RecursionError:
+                problems.append(Problem(f"{location}#items[{index}]", "nested too deeply to read; skipped"))
+                item = None  # keeps the index of the items after it
+        if isinstance(item, dict) and not item.get("kind"):
+            item = {**item, "kind": kind, "apiVersion": item.get("apiVersion") or api_version}
+        elif isinstance(item, dict) and item.get("kind") == kind and not item.get("apiVersion"):
+            item = {**item, "apiVersion": api_version}
+        typed.append(item)
+    rest = {k: v for k, v in doc.items() if k not in ("items", "Items")}
+    return {**rest, "kind": rest.get("kind") or f"{kind}List", "apiVersion": rest.get("apiVersion") or api_version,
+            "items": typed if isinstance(items, list) else items}
+
+
+def read_object_file(
+    path: Path, display: str, problems: list[Problem], item_type: ItemType | None = None
+) -> Iterator[RawObject]:
+    """Yield every Kubernetes object in one YAML or JSON file; problems go to `problems`. With `item_type`, the file
+    is a list of a cluster-info dump, whose items may not say their kind (see `_typed_list`)."""
     data = _read_guarded(path, display, problems, MAX_OBJECT_FILE_BYTES)
     if data is None:
         return
@@ -570,13 +672,13 @@ def read_object_file(path: Path, display: str, problems: list[Problem]) -> Itera
     if data[first.start()] in b"{[":  # JSON, whatever the suffix (YAML flow style falls back)
         yaml_suffix = path.suffix.lower() in (".yaml", ".yml")
         json_problems: list[Problem] = []
-        objects = list(_read_json(data, display, json_problems))
+        objects = list(_read_json(data, display, json_problems, item_type))
         if not (yaml_suffix and json_problems and not objects):
             del data
             problems.extend(json_problems)
             yield from objects
             return
-    yield from _read_yaml(data, display, problems)
+    yield from _read_yaml(data, display, problems, item_type)
 
 
 def read_documents(
@@ -617,12 +719,14 @@ def _json_document(data: bytes, display: str, problems: list[Problem]) -> Any:
     return None
 
 
-def _read_json(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
+def _read_json(data: bytes, display: str, problems: list[Problem], item_type: ItemType | None) -> Iterator[RawObject]:
     reported = len(problems)
     doc = _json_document(data, display, problems)
     if len(problems) > reported:
         return
     for doc_item in doc if isinstance(doc, list) else [doc]:
+        if item_type:
+            doc_item = _typed_list(doc_item, item_type, f"{display}:1", problems)
         yield from _flatten(doc_item, display, 1, [], problems)
 
 
@@ -643,9 +747,11 @@ def _checked_yaml_documents(
         yield line, doc, item_lines
 
 
-def _read_yaml(data: bytes, display: str, problems: list[Problem]) -> Iterator[RawObject]:
-    found = False
+def _read_yaml(data: bytes, display: str, problems: list[Problem], item_type: ItemType | None) -> Iterator[RawObject]:
+    found = False  # an object, or a List, even an empty one
     for line, doc, item_lines in _checked_yaml_documents(data, display, problems):
+        doc = _typed_list(doc, item_type, f"{display}:{line}", problems) if item_type else doc
+        found = found or (isinstance(doc, dict) and isinstance(doc.get("items"), list) and bool(doc.get("kind")))
         for obj in _flatten(doc, display, line, item_lines, problems):
             found = True
             yield obj

@@ -223,13 +223,15 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], _Repl], ...] = (
     ("secret-field", "", re.compile(r"(?i)((?<!\\)\\*\"auth\\*\"\s*:\s*(\\*\"))" + _NOT_REDACTED + r"(?:(?!\2).)*"),
      r"\1<redacted>"),
     # the current value of a chart setting named like a credential, as helm-check words it:
-    # `set adminPassword (now "…")`, `set auth.token to something other than "x" (already "…")`
+    # `set adminPassword (now "…")`, `set auth.token to something other than "x" (already "…")`; an empty or
+    # absent value (`""`, `unset`, `null`, `false`, `{}`, `[]`) holds no secret and stays, so that it does not
+    # read as one being set
     (
         "secret-field", "",
         re.compile(
             r"(?i)((?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"
             r"credentials?)(?![A-Za-z0-9])[^()\n]{0,80}?\((?:now|already) )" + _NOT_REDACTED
-            + r"(\"(?:[^\"\\]|\\.)*\"|[^()\s]+)(?=\))"
+            + r"(?!(?:\"\"|unset|null|false|\{\}|\[\])\))(\"(?:[^\"\\]|\\.)*\"|[^()\s]+)(?=\))"
         ),
         r"\1<redacted>",
     ),

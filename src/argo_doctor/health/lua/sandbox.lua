@@ -1,4 +1,4 @@
--- argo-doctor: runs one Argo CD health script in a sandbox. Lua 5.1.
+-- argo-doctor: runs one Argo CD health script in a sandbox. Lua 5.1 plus goto (LuaJIT 2.1).
 --
 -- This chunk is run once in a fresh LuaRuntime and returns the runner function, which runs
 -- one script per call, many calls per runtime. Each call builds a new global table holding
@@ -7,6 +7,9 @@
 -- host bridge, so nothing a script does reaches the next one. A count hook stops the script
 -- after a budget of VM instructions or of CPU time; the host caps memory. Only strings,
 -- numbers and booleans go back.
+
+-- LuaJIT calls hooks only in interpreted code: with the compiler off, the instruction budget holds.
+if jit then jit.off() end
 
 local std = {
   pcall = pcall, xpcall = xpcall, error = error, type = type, select = select,

@@ -1,0 +1,3 @@
+{{- define "cache.password" -}}
+{{- .Values.password | default (randAlphaNum 24) -}}
+{{- end -}}
