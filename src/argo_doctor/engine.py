@@ -33,6 +33,9 @@ class ScanResult:
     stats: ScanStats = field(default_factory=ScanStats)
     crashed: list[str] = field(default_factory=list)
     """Rules whose analyzer raised: a bug; the CLI exits 3 after reporting the rest."""
+    rules: list[str] = field(default_factory=list)
+    """The ids of the rules that ran, in the registry's order (JUnit and SARIF list them all, with or without
+    findings)."""
 
 
 LUA_NOTE_LOCATION = "Lua health scripts"
@@ -175,7 +178,8 @@ def run_scan(
     findings = clean(findings, snap.scrubber)  # before the timeline, so that finding ids stay the same downstream
     findings.sort(key=lambda f: (-f.severity, f.rule, f.title))
     problems = clean(_dedupe(snap.problems), snap.scrubber)
-    return ScanResult(snap, findings, build_timeline(snap, findings), problems, stats, crashed)
+    return ScanResult(snap, findings, build_timeline(snap, findings), problems, stats, crashed,
+                      [a.id for a in analyzers])
 
 
 def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> None:

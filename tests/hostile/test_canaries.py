@@ -404,13 +404,14 @@ def commands(bundle: Path, chart: Path) -> Iterator[tuple[str, ...]]:
     """Every command in every output format."""
     for output in sorted(REPORTERS):
         yield ("scan", str(bundle), "-o", output, "--fail-on", "never")
-    for command in ("timeline", "health"):
-        for output in ("table", "json"):
-            yield (command, str(bundle), "-o", output)
-    for output in ("table", "json", "markdown"):
+    for output in ("table", "json", "html"):
+        yield ("timeline", str(bundle), "-o", output)
+    for output in ("table", "json"):
+        yield ("health", str(bundle), "-o", output)
+    for output in ("table", "json", "markdown", "sarif"):
         yield ("deprecations", str(bundle), "-o", output)
     values = str(chart.parent / "prod-values.yaml")
-    for output in ("table", "json"):
+    for output in ("table", "json", "sarif"):
         yield ("helm-check", str(chart), "-o", output)
         yield ("helm-check", str(chart), "-f", values, "-o", output)
 

@@ -6,9 +6,14 @@ import re
 from datetime import datetime
 from typing import Any
 
+from argo_doctor.report.groups import GROUP_MIN
+
 TOP = {"schemaVersion", "tool", "source", "findings", "timeline", "errors"}
 SOURCE = {"inputs", "format", "collectedAt", "cluster", "objects", "logFiles", "auditFiles"}
 FINDING = {"id", "rule", "severity", "title", "summary", "objects", "evidence", "remediation", "chain"}
+SCAN_FINDING = FINDING | {"group"}
+"""A finding of `scan`: also its group (added within schema version 1)."""
+GROUP = re.compile(r"^(?P<rule>.+):group:[0-9a-f]{12}$")
 REF = {"apiVersion", "kind", "namespace", "name"}
 EVIDENCE = {"kind", "time", "location", "excerpt"}
 TIMELINE = {"time", "component", "kind", "location", "excerpt", "findings"}
@@ -30,8 +35,13 @@ def validate(doc: dict[str, Any]) -> None:
     _time(doc["source"]["collectedAt"], nullable=True)
     ids = set()
     order = []
+    groups: dict[str, list[str]] = {}
     for finding in doc["findings"]:
-        assert set(finding) == FINDING, set(finding) ^ FINDING
+        assert set(finding) == SCAN_FINDING, set(finding) ^ SCAN_FINDING
+        group = finding["group"]
+        assert group is None or ((match := GROUP.match(group)) and match["rule"] == finding["rule"]), group
+        if group is not None:
+            groups.setdefault(group, []).append(finding["id"])
         assert re.match(rf"^{re.escape(finding['rule'])}:[0-9a-f]{{12}}$", finding["id"])
         assert finding["id"] not in ids
         ids.add(finding["id"])
@@ -55,6 +65,7 @@ def validate(doc: dict[str, Any]) -> None:
                 assert abs(step["gapSeconds"] - printed) <= 0.002  # printed times are truncated to the ms
             previous = datetime.fromisoformat(when) if when is not None else previous
     assert order == sorted(order), "findings are not most severe first"
+    assert all(len(members) >= GROUP_MIN for members in groups.values()), groups
     times = []
     for entry in doc["timeline"]:
         assert set(entry) == TIMELINE and entry["kind"] in KINDS

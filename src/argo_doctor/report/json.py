@@ -10,6 +10,8 @@ import msgspec
 from argo_doctor import __version__
 from argo_doctor.engine import LUA_NOTE_LOCATION, ScanResult
 from argo_doctor.model import Evidence, Finding, Problem, Ref, TimelineEntry
+from argo_doctor.report.groups import group_ids
+from argo_doctor.report.options import ReportOptions
 from argo_doctor.sources.redact import SecretScrubber, clean
 from argo_doctor.timeutil import format_time
 
@@ -100,6 +102,7 @@ def document(result: ScanResult) -> dict[str, Any]:
     """The whole JSON document, every string redacted (before encoding, so that escaping hides nothing)."""
     snap = result.snapshot
     cluster = snap.meta.get("cluster")
+    groups = group_ids(result.findings)
     doc = {
         "schemaVersion": SCHEMA_VERSION,
         "tool": {"name": "argo-doctor", "version": __version__},
@@ -112,14 +115,14 @@ def document(result: ScanResult) -> dict[str, Any]:
             "logFiles": len(snap.log_files),
             "auditFiles": len(snap.audit_files),
         },
-        "findings": [finding_json(f) for f in result.findings],
+        "findings": [{**finding_json(f), "group": groups.get(f.id)} for f in result.findings],
         "timeline": [timeline_json(t) for t in result.timeline],
         "errors": [problem_json(p) for p in result.problems],
     }
     return clean(doc, snap.scrubber)
 
 
-def render(result: ScanResult, out: IO[str]) -> None:
+def render(result: ScanResult, out: IO[str], options: ReportOptions | None = None) -> None:
     """Write the JSON document, pretty-printed."""
     out.write(dumps(document(result)))
     out.write("\n")

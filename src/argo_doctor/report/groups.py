@@ -1,0 +1,134 @@
+"""Groups of findings of one pattern, so that a large installation's report stays readable.
+
+A finding's pattern is its rule plus its title with the names of its objects and every number blanked
+(`app-17 auto-synced 3 times without a new commit` → `… auto-synced N times without a new commit`).
+When at least `GROUP_MIN` findings share a pattern they form one `Group`; the reports show the group's
+count, its shared cause and its five worst findings, and list every member on `--expand RULE`.
+The JSON keeps every finding and names its group. A group's id is a digest of the rule and the pattern,
+so it stays the same across reruns of the same input and across inputs with the same kind of trouble.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from argo_doctor.model import Finding
+
+GROUP_MIN = 5
+"""How many findings of one pattern make a group; fewer are shown one by one."""
+SHOWN = 5
+"""How many of a group's findings the reports show when the group is not expanded."""
+ALL = "all"
+"""`--expand all`: every group listed in full."""
+
+_NUMBER = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)*(?![\w-])")
+"""A number standing alone: `3 times`, `exit code 137`; not the digits of `x509`, `v1` or `30s`."""
+_PLURAL = re.compile(r"\bN (\w+?)s\b")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
+_NAME_EDGE = r"(?<![\w.-]){}(?![\w-])"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Findings of one rule and one pattern: `findings` worst first, `cause` what they share, in words."""
+
+    id: str
+    rule: str
+    cause: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def worst(self) -> tuple[Finding, ...]:
+        """The findings the reports show when the group is not expanded."""
+        return self.findings[:SHOWN]
+
+    @property
+    def title(self) -> str:
+        """The worst finding's title, its names and numbers blanked: `… auto-synced N times without a new commit`."""
+        return blank(self.findings[0].title, self.findings[0])
+
+    def expanded(self, expand: frozenset[str]) -> bool:
+        """Whether `--expand` asked for every member of this group."""
+        return ALL in expand or self.rule in expand
+
+
+def blank(text: str, finding: Finding) -> str:
+    """`text` with the names of the finding's objects (`Kind/ns/name`, `ns/name`, `name`) as `…` and every
+    number that stands alone as `N`."""
+    names: set[str] = set()
+    for ref in finding.objects:
+        names.update(n for n in (str(ref), f"{ref.namespace}/{ref.name}" if ref.namespace else "", ref.name) if n)
+    for name in sorted(names, key=len, reverse=True):
+        text = re.sub(_NAME_EDGE.format(re.escape(name)), "…", text)
+    return _NUMBER.sub("N", text)
+
+
+def pattern(finding: Finding) -> str:
+    """What findings of one kind share: the blanked title, with `N time`/`N times` made one."""
+    return _PLURAL.sub(r"N \1", blank(finding.title, finding))
+
+
+def _group_id(rule: str, key: str) -> str:
+    return f"{rule}:group:{hashlib.sha256(f'{rule}|{key}'.encode()).hexdigest()[:12]}"
+
+
+def _worst_first(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """Most severe first, then those with the most evidence; ties keep the report's order."""
+    return tuple(sorted(findings, key=lambda f: (-f.severity, -len(f.evidence))))
+
+
+def _cause(findings: Sequence[Finding], title: str) -> str:
+    """The sentences of the summary that every member has once blanked, after the blanked title unless the first of
+    them repeats it."""
+    sentences = [_SENTENCE.split(blank(f.summary, f)) for f in findings]
+    common = [s for s in dict.fromkeys(sentences[0]) if all(s in other for other in sentences[1:])]
+    if common and common[0].startswith(title.rstrip(".")):  # the summary opens with the title, and says more
+        return " ".join(common)
+    return " ".join([title.rstrip(".") + ".", *common])
+
+
+def _partition(findings: Sequence[Finding]) -> dict[tuple[str, str], list[Finding]]:
+    members: dict[tuple[str, str], list[Finding]] = {}
+    for finding in findings:
+        members.setdefault((finding.rule, pattern(finding)), []).append(finding)
+    return members
+
+
+def group_findings(findings: Sequence[Finding]) -> tuple[list[Group], list[Finding]]:
+    """The groups (in the order of their first member in `findings`) and the findings left alone, in their order."""
+    groups: list[Group] = []
+    grouped: set[int] = set()
+    for (rule, key), members in _partition(findings).items():
+        if len(members) < GROUP_MIN:
+            continue
+        ordered = _worst_first(members)
+        groups.append(Group(_group_id(rule, key), rule, _cause(ordered, blank(ordered[0].title, ordered[0])),
+                            ordered))
+        grouped.update(id(f) for f in members)
+    return groups, [f for f in findings if id(f) not in grouped]
+
+
+def group_ids(findings: Sequence[Finding]) -> dict[str, str]:
+    """Finding id → the id of its group, for the findings that are in one."""
+    groups, _ = group_findings(findings)
+    return {f.id: group.id for group in groups for f in group.findings}
+
+
+def blocks(findings: Sequence[Finding]) -> list[Finding | Group]:
+    """The report's blocks in the report's order: each ungrouped finding, and each group where its first member
+    was."""
+    groups, _ = group_findings(findings)
+    member_of = {id(f): group for group in groups for f in group.findings}
+    seen: set[str] = set()
+    out: list[Finding | Group] = []
+    for finding in findings:
+        group = member_of.get(id(finding))
+        if group is None:
+            out.append(finding)
+        elif group.id not in seen:
+            seen.add(group.id)
+            out.append(group)
+    return out

@@ -1,0 +1,245 @@
+"""The HTML report in a real browser: headless Chromium from Debian's `chromium` package (`make chromium` installs it;
+`make test` depends on it), driven by Playwright with that executable; no browser is downloaded.
+
+The page must load with no console error (a Content-Security-Policy violation is one) and no request beside the file
+itself; its findings and chain arrows match the JSON; wheel, drag and the buttons move the view; hovering a mark
+shows its full line; the screenshot is not blank; the secret canaries of tests/hostile appear nowhere in it.
+There is no skip: without Chromium the test fails and says how to install it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Request, sync_playwright
+from tools.screenshot import ARGS, CHROMIUM
+
+from tests.conftest import EXAMPLES
+from tests.hostile import test_canaries as canaries
+from tests.report.test_html import EVIDENCE_SHOWN, blob, chain_edges, make_finding, render_page, run
+
+UNWANTED_SYNC = EXAMPLES / "incidents" / "unwanted-sync"
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserContext]:
+    """Chromium with a fresh profile."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make chromium` as root (apt-get install chromium); "
+                    "the HTML report's browser test does not skip")
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(str(tmp_path_factory.mktemp("chromium-profile")),
+                                                   executable_path=str(CHROMIUM), args=ARGS, headless=True,
+                                                   viewport={"width": 1280, "height": 900})
+        yield ctx
+        ctx.close()
+
+
+class Loaded:
+    """A page opened from a file, with what it asked for and complained about."""
+
+    def __init__(self, context: BrowserContext, path: Path) -> None:
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.failed: dict[str, str | None] = {}
+        self.page: Page = context.new_page()
+        self.page.on("request", self._request)
+        self.page.on("requestfailed", lambda request: self.failed.update({request.url: request.failure}))
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
+        self.url = path.resolve().as_uri()
+        self.page.goto(self.url)
+        self.page.wait_for_selector("#chart svg")
+
+    def _request(self, request: Request) -> None:
+        self.requests.append(request.url)
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type in ("error", "warning"):
+            self.errors.append(f"{message.type}: {message.text}")
+
+    def outside(self) -> list[str]:
+        """Requests for anything but the page itself and data: URIs."""
+        return [url for url in self.requests if url != self.url and not url.startswith("data:")]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The unwanted-sync HTML report and its JSON."""
+    path = tmp_path_factory.mktemp("html") / "unwanted-sync.html"
+    path.write_text(run("scan", str(UNWANTED_SYNC), "-o", "html", "--fail-on", "never"))
+    return path, json.loads(run("scan", str(UNWANTED_SYNC), "-o", "json", "--fail-on", "never"))
+
+
+@pytest.fixture
+def loaded(context: BrowserContext, report: tuple[Path, dict[str, Any]]) -> Iterator[Loaded]:
+    """The report opened in a new tab."""
+    opened = Loaded(context, report[0])
+    yield opened
+    opened.page.close()
+
+
+def test_the_page_loads_without_error_or_request(loaded: Loaded) -> None:
+    loaded.page.click("button[data-act=expand-all]")
+    loaded.page.click("button[data-act=all]")
+    loaded.page.wait_for_timeout(200)
+    assert loaded.requests == [loaded.url]
+    assert loaded.outside() == [] and loaded.errors == []
+    # the page's policy is what keeps it so: an image from elsewhere slipped into the page is refused
+    loaded.page.evaluate("""() => { const img = document.createElement('img');
+        img.src = 'http://127.0.0.1:9/pixel.png'; document.body.appendChild(img); }""")
+    loaded.page.wait_for_timeout(200)
+    assert loaded.failed == {"http://127.0.0.1:9/pixel.png": "csp"}  # asked for, and blocked before any network
+    assert any("Content Security Policy" in error for error in loaded.errors), loaded.errors
+
+
+def test_findings_and_chain_arrows_match_the_json(loaded: Loaded, report: tuple[Path, dict[str, Any]]) -> None:
+    doc = report[1]
+    page = loaded.page
+    assert page.locator("details.finding").count() == len(doc["findings"]) == 6
+    arrows = page.locator("#chart svg path.chain-arrow").count()
+    assert arrows == chain_edges(doc) == len(blob(report[0].read_text())["edges"]) == 6
+    gaps = page.locator("#chart svg .gap-label").all_text_contents()
+    assert gaps[:2] == ["+1.943 s", "+0.502 s"]
+    marks = page.locator("#chart svg circle.mark").count()
+    assert marks == len(doc["timeline"])
+    lanes = page.locator("#chart svg .lane-label").all_text_contents()
+    assert lanes[:2] == ["repo-server", "application-controller"] and "kube-apiserver" in lanes
+
+
+def test_wheel_drag_and_buttons_move_the_view(loaded: Loaded) -> None:
+    page = loaded.page
+    plot = page.locator("#plot")
+    box = page.locator("#chart svg").bounding_box()
+    assert box is not None
+    mark = page.locator("#chart circle.mark").first
+    start = plot.get_attribute("transform"), page.locator("#view-range").text_content(), mark.get_attribute("cx")
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 60)
+    page.mouse.wheel(0, -400)
+    page.wait_for_timeout(100)
+    zoomed = plot.get_attribute("transform"), page.locator("#view-range").text_content(), mark.get_attribute("cx")
+    assert zoomed[1] != start[1] and zoomed[2] != start[2]
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] - 5)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] - 5, steps=5)
+    page.mouse.up()
+    dragged = plot.get_attribute("transform")
+    assert dragged != zoomed[0]
+    page.click("button[data-act=all]")
+    assert page.locator("#view-range").text_content() != zoomed[1]
+    page.fill("#around", "2026-11-22T15:03:00Z")
+    page.fill("#window", "20s")
+    page.click("button[data-act=window]")
+    assert page.locator("#view-range").text_content() == "2026-11-22T15:02:50.000Z → 2026-11-22T15:03:10.000Z"
+    # a window of a second, a hundred thousand times narrower than the input: the helm template line is drawn in it
+    page.fill("#around", "2026-11-22T15:02:57.3Z")
+    page.fill("#window", "1s")
+    page.click("button[data-act=window]")
+    entries = page.evaluate("JSON.parse(document.getElementById('report-data').textContent).entries")
+    index = next(i for i, e in enumerate(entries) if "helm template" in e["excerpt"])
+    seen = page.locator(f"#chart circle.mark[data-i='{index}']").bounding_box()
+    assert seen is not None and box["x"] + 190 < seen["x"] < box["x"] + box["width"]
+    assert page.locator(f"#chart circle.mark[data-i='{index}']").is_visible()
+
+
+def test_hover_shows_the_full_line_and_its_location(loaded: Loaded, report: tuple[Path, dict[str, Any]]) -> None:
+    page = loaded.page
+    entries = blob(report[0].read_text())["entries"]
+    index = next(i for i, e in enumerate(entries) if "helm template" in e["excerpt"])
+    assert len(entries[index]["excerpt"]) > 300  # longer than anything the page shows elsewhere in one line
+    page.locator(f"#chart circle.mark[data-i='{index}']").hover(force=True)
+    tip = page.locator("#tip")
+    tip.wait_for(state="visible")
+    text = tip.text_content() or ""
+    assert entries[index]["excerpt"] in text and entries[index]["location"] in text
+    page.mouse.move(2, 2)
+    page.wait_for_timeout(50)
+    assert tip.is_hidden()
+
+
+def test_the_copy_button_copies_the_command(loaded: Loaded, context: BrowserContext) -> None:
+    page = loaded.page
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click("button[data-act=expand-all]")
+    block = page.locator(".code").first
+    block.locator("button.copy").click()
+    page.wait_for_function("() => document.querySelector('.code button.copy').textContent === 'Copied'")
+    assert page.evaluate("navigator.clipboard.readText()") == block.locator("pre").text_content()
+    assert loaded.errors == []
+
+
+def test_the_screenshot_is_not_blank(loaded: Loaded) -> None:
+    image = Image.open(io.BytesIO(loaded.page.screenshot(full_page=False))).convert("RGB")
+    colours = image.getcolors(maxcolors=1_000_000)
+    assert colours is not None and len(colours) > 200
+    # the timeline picture itself: many distinct colours and no colour covering nearly all of it
+    chart = loaded.page.locator("#chart").screenshot()
+    picture = Image.open(io.BytesIO(chart)).convert("RGB")
+    counts = picture.getcolors(maxcolors=1_000_000)
+    assert counts is not None and len(counts) > 50
+    assert max(n for n, _ in counts) < 0.9 * picture.width * picture.height
+
+
+def test_no_secret_canary_in_the_html(context: BrowserContext, tmp_path_factory: pytest.TempPathFactory) -> None:
+    bundle = canaries.bundle.__wrapped__(tmp_path_factory)
+    pages = {"scan": run("scan", str(bundle), "-o", "html", "--fail-on", "never"),
+             "timeline": run("timeline", str(bundle), "-o", "html")}
+    for name, text in pages.items():
+        data = json.dumps(blob(text), ensure_ascii=False)
+        for place, value in canaries.CANARY.items():
+            for form in (value, base64.b64encode(value.encode()).decode(), html.escape(value)):
+                assert form not in text and form not in html.unescape(text) and form not in data, (name, place)
+        assert "<redacted" in data, name  # the canaries were reached, and redacted
+        path = tmp_path_factory.mktemp("canary-html") / f"{name}.html"
+        path.write_text(text)
+        opened = Loaded(context, path)
+        assert opened.outside() == [] and opened.errors == [], name
+        shown = opened.page.locator("body").inner_text()
+        assert not [place for place, value in canaries.CANARY.items() if value in shown], name
+        opened.page.close()
+
+
+def test_a_scan_without_findings_or_timeline_loads_cleanly(context: BrowserContext, tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n"
+                                             "  namespace: default\ndata:\n  key: value\n")
+    path = tmp_path / "empty.html"
+    path.write_text(run("scan", str(tmp_path / "in"), "-o", "html"))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(path.resolve().as_uri())
+    assert page.locator("details.finding").count() == 0 and page.locator("#chart").count() == 0
+    assert "No finding." in page.locator("#findings").inner_text()
+    assert "No timestamped fact in the input." in page.locator("#timeline").inner_text()
+    page.click("button[data-act=expand-all]")
+    assert errors == []
+    page.close()
+
+
+def test_show_all_reveals_the_capped_evidence_and_hostile_text_stays_text(context: BrowserContext,
+                                                                          tmp_path: Path) -> None:
+    path = tmp_path / "many.html"
+    path.write_text(render_page([make_finding("many lines", evidence=EVIDENCE_SHOWN + 30)]))
+    opened = Loaded(context, path)
+    page = opened.page
+    page.click("details.finding > summary")
+    rows = page.locator("table.evidence tr:visible")
+    assert rows.count() == EVIDENCE_SHOWN + 1  # and the header
+    page.click("button.show-all")
+    assert rows.count() == EVIDENCE_SHOWN + 31
+    assert page.locator("button.show-all").text_content() == f"show fewer {EVIDENCE_SHOWN + 30} rows"
+    # the hostile excerpts are shown as text: no alert, no element of theirs, no request
+    assert page.locator("img").count() == 0 and page.locator("script").count() == 2
+    assert "</script><script>alert(1)</script>" in page.locator("table.evidence").inner_text()
+    assert opened.outside() == [] and opened.errors == []
+    page.close()
