@@ -54,6 +54,7 @@ from argo_doctor.report import map as map_report
 from argo_doctor.report import remediate as remediate_report
 from argo_doctor.report import sarif as sarif_report
 from argo_doctor.report.columns import columns
+from argo_doctor.report.groups import unknown_expand
 from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
 from argo_doctor.report.table import problem_groups
 from argo_doctor.snapshot import Snapshot
@@ -332,6 +333,15 @@ def main() -> None:
     _handle_signals()
 
 
+def _check_expand(expand: tuple[str, ...]) -> None:
+    """A usage error for an `--expand` value that is neither a rule id, a group id nor `all`."""
+    rules = sorted(analyzer.id for analyzer in select_analyzers())
+    bad = unknown_expand(expand, rules)
+    if bad:
+        raise ConfigError(f"--expand {bad[0]!r} is neither a rule id, a group id (RULE:group:HEX, as the reports "
+                          f"show) nor 'all'; rule ids: {', '.join(rules)}")
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Choice(sorted(REPORTERS)), default="table", show_default=True)
@@ -343,8 +353,9 @@ def main() -> None:
 @click.option("--skip-rule", "skip_rules", multiple=True, help="Do not run this rule (repeatable).")
 @click.option("--option", "option_pairs", multiple=True, metavar="RULE.KEY=VALUE",
               help="A rule option, e.g. node-clock-skew.threshold=5 (`argo-doctor rules` lists them).")
-@click.option("--expand", "expand", multiple=True, metavar="RULE",
-              help="List every finding of this rule instead of its groups (repeatable; `all` for every rule).")
+@click.option("--expand", "expand", multiple=True, metavar="RULE|GROUP",
+              help="List every finding of this rule's groups, or of this group id, instead of the group "
+                   "(repeatable; `all` for every group).")
 @_lua_dir_option
 @_live_options
 def scan(
@@ -359,6 +370,7 @@ def scan(
     with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         analyzers = select_analyzers(rules, skip_rules)
         options = parse_options(option_pairs, analyzers)
+        _check_expand(expand)
         snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), needs_for(analyzers)))
         result = run_scan(snap, analyzers, lua_dirs, options)
         REPORTERS[output](result, sys.stdout, ReportOptions(fail_on, frozenset(expand)))

@@ -178,9 +178,11 @@ def test_group_ids_are_the_same_on_a_rerun(bundle: Path, doc: dict[str, Any]) ->
 
 
 def _worst_titles(doc: dict[str, Any]) -> list[str]:
-    """The titles of the apps that auto-synced 4 times (the most), the worst of the group: the first five of them
-    in the report's order."""
-    return [f["title"] for f in doc["findings"] if f["rule"] == SYNC and "4 times" in f["title"]][:5]
+    """The worst of the group: of the apps that auto-synced 4 times (the most evidence), the five whose last sync
+    is the most recent (index 999 first: each app's history starts a minute after the one before)."""
+    titles = [f"tenant-{i:04d}-web auto-synced 4 times without a new commit" for i in (999, 995, 991, 987, 983)]
+    assert all(any(f["title"] == title for f in doc["findings"]) for title in titles)
+    return titles
 
 
 def test_the_table_shows_one_block_with_the_count_the_cause_and_the_five_worst(bundle: Path,
@@ -193,7 +195,18 @@ def test_the_table_shows_one_block_with_the_count_the_cause_and_the_five_worst(b
     assert shown == set(_worst_titles(doc))
     assert f"{APPS - 5} more; --expand {SYNC} lists all {APPS}" in text
     assert "StatefulSet ledger/ledger-db is" in text and "StatefulSet ledger/audit-db is" in text
-    assert f"{len(doc['findings'])} finding(s)" in text and "2 group(s) shown as one block each" in text
+    assert f"{len(doc['findings'])} finding(s)" in text and "(2 groups shown as one block each)" in text
+    assert "worst most severe first, then most evidence, then most recent evidence:" in text
+    single = _run(bundle, "--rule", SYNC)
+    assert single.rstrip().endswith(f"{APPS} finding(s): {APPS} medium (1 group shown as one block)")
+
+
+def test_a_group_cause_does_not_repeat_its_title(bundle: Path) -> None:
+    """The Deployments' summaries open with the title ("Deployment reports/x is Degraded: Deployment "x" exceeded
+    …"); the group's cause says only what follows it."""
+    for text in (_run(bundle), _run(bundle, "-o", "markdown")):
+        assert 'Deployment … is Degraded: Deployment' not in " ".join(text.replace("│", " ").split())
+        assert 'Deployment "…" exceeded its progress deadline.' in " ".join(text.replace("│", " ").split())
 
 
 def test_expand_lists_every_member_of_that_rule_only(bundle: Path, doc: dict[str, Any]) -> None:
@@ -205,6 +218,18 @@ def test_expand_lists_every_member_of_that_rule_only(bundle: Path, doc: dict[str
     everything = _run(bundle, "--expand", "all")
     assert all(f["title"] in everything for f in doc["findings"])
     assert "--expand" not in everything
+
+
+def test_expand_takes_a_group_id_and_refuses_anything_else(bundle: Path, doc: dict[str, Any]) -> None:
+    (group,) = {f["group"] for f in doc["findings"] if f["rule"] == DEGRADED and f["group"]}
+    text = _run(bundle, "-o", "markdown", "--expand", group)
+    assert text.count(f"*Rule* `{DEGRADED}` · *id*") == DEPLOYMENTS + STATEFULSETS
+    assert text.count(f"*Rule* `{SYNC}` · *id*") == 0 and f"`--expand {SYNC}` lists all {APPS}." in text
+    for bad in ("nosuch-rule", "nosuch-rule:group:35ac73dad375", f"{group}0", "ALL"):
+        result = CliRunner().invoke(main, ["scan", str(bundle), "--expand", bad])
+        assert result.exit_code == 2, (bad, result.output)
+        (line,) = result.stderr.splitlines()
+        assert repr(bad) in line and f"rule ids: app-unhealthy, {SYNC}, " in line and DEGRADED in line
 
 
 def test_markdown_shows_the_group_and_expands_it(bundle: Path, doc: dict[str, Any]) -> None:
@@ -253,6 +278,29 @@ def test_worst_first_and_cause_and_order() -> None:
     groups, alone = group_findings(findings)
     (group,) = groups
     assert [f.objects[0].name for f in group.worst] == ["api-5", "api-4", "api-3", "api-2", "api-1"]
-    assert group.cause == "Deployment … is Degraded. … failed. The cache was cold."
+    assert group.cause == "… failed. The cache was cold."
     assert group.id == group_ids(findings)[findings[0].id] and group.rule == "rule-a"
     assert [f.title for f in alone] == ["something else"]
+
+
+def test_ties_go_to_the_most_recent_evidence() -> None:
+    from argo_doctor.model import Evidence
+
+    start = datetime(2026, 11, 8, 9, 0, tzinfo=UTC)
+    findings = [_finding(f"api-{i}", f"Deployment shop/api-{i} is Degraded", evidence=1) for i in range(7)]
+    for minutes, finding in zip((5, 30, None, 10, 20, 1, 40), findings, strict=True):
+        when = None if minutes is None else start + timedelta(minutes=minutes)
+        finding.evidence = [Evidence("object", "objects/shop.yaml:1", "x", when)]
+    findings[3].evidence.append(Evidence("object", "objects/shop.yaml:9", "y"))  # more evidence comes first
+    (group,), _ = group_findings(findings)
+    assert [f.objects[0].name for f in group.worst] == ["api-3", "api-6", "api-1", "api-4", "api-0"]
+    assert group.findings[-1].objects[0].name == "api-2"  # no time: last
+
+
+def test_a_summary_that_opens_with_the_title_gives_a_cause_without_it() -> None:
+    findings = [Finding("rule-a", Severity.MEDIUM, f"Deployment shop/api-{i} is Degraded",
+                        f'Deployment shop/api-{i} is Degraded: Deployment "api-{i}" exceeded its progress deadline. '
+                        "No Application manages it.", [Ref("apps/v1", "Deployment", "shop", f"api-{i}")], [])
+                for i in range(GROUP_MIN)]
+    (group,), _ = group_findings(findings)
+    assert group.cause == 'Deployment "…" exceeded its progress deadline. No Application manages it.'

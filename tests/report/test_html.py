@@ -187,3 +187,26 @@ def test_findings_of_one_pattern_fold_into_a_group_holding_every_member() -> Non
     expanded = render_page(findings, ReportOptions(expand=frozenset({"auto-sync-without-change"})))
     assert re.search(r'<details class="group sev-high" data-group="[^"]+" open>', expanded)
     assert 'class="group-rest"' not in expanded and expanded.count('<details class="finding ') == 9
+
+
+def test_counts_are_singular_for_one_and_an_empty_scan_has_no_expand_buttons() -> None:
+    one = render_page([make_finding("one line", evidence=1)])
+    assert "(1 fact, 0 chain arrows)" in one and "1 facts" not in one
+    assert 'data-act="expand-all"' in one
+    bundle = str(EXAMPLES / "argocd-basic")
+    page = run("timeline", bundle, "-o", "html", "--around", "2026-11-18T09:31:12Z", "--window", "1s")
+    assert "(1 fact, 0 chain arrows)" in page
+    empty = render_page([])
+    assert "0 objects, 0 log files, 0 audit files" in empty and "No finding." in empty
+    assert 'data-act="expand-all"' not in empty and 'data-act="collapse-all"' not in empty
+
+
+def test_an_empty_window_says_how_many_facts_lie_outside_it() -> None:
+    bundle = str(EXAMPLES / "incidents" / "unwanted-sync")
+    every = json.loads(run("timeline", bundle, "-o", "json"))["timeline"]
+    page = run("timeline", bundle, "-o", "html", "--around", "2030-01-01T00:00:00Z", "--window", "2m")
+    assert f"None of the {len(every)} timestamped facts of the input is in the window (2m around " \
+           "2030-01-01T00:00:00Z) or of the components chosen." in page
+    assert "No timestamped fact" not in page
+    other = run("timeline", bundle, "-o", "html", "--component", "no-such-component")
+    assert f"None of the {len(every)} timestamped facts of the input is of the components chosen." in other

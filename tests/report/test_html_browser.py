@@ -14,6 +14,7 @@ import html
 import io
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,10 @@ from PIL import Image
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Request, sync_playwright
 from tools.screenshot import ARGS, CHROMIUM
 
+from argo_doctor.engine import ScanResult
+from argo_doctor.model import TimelineEntry
+from argo_doctor.report.html import render
+from argo_doctor.snapshot import Snapshot
 from tests.conftest import EXAMPLES
 from tests.hostile import test_canaries as canaries
 from tests.report.test_html import EVIDENCE_SHOWN, blob, chain_edges, make_finding, render_page, run
@@ -221,7 +226,7 @@ def test_a_scan_without_findings_or_timeline_loads_cleanly(context: BrowserConte
     assert page.locator("details.finding").count() == 0 and page.locator("#chart").count() == 0
     assert "No finding." in page.locator("#findings").inner_text()
     assert "No timestamped fact in the input." in page.locator("#timeline").inner_text()
-    page.click("button[data-act=expand-all]")
+    assert page.locator("button[data-act=expand-all]").count() == 0  # nothing to expand
     assert errors == []
     page.close()
 
@@ -243,3 +248,107 @@ def test_show_all_reveals_the_capped_evidence_and_hostile_text_stays_text(contex
     assert "</script><script>alert(1)</script>" in page.locator("table.evidence").inner_text()
     assert opened.outside() == [] and opened.errors == []
     page.close()
+
+
+def _range(page: Page) -> tuple[datetime, datetime]:
+    """The time range the chart shows, from its caption."""
+    start, end = (page.locator("#view-range").text_content() or "").split(" → ")
+    return datetime.fromisoformat(start), datetime.fromisoformat(end)
+
+
+def _marks_in_view(page: Page) -> int:
+    """Marks drawn inside the chart's plot (right of the lane labels)."""
+    return int(page.evaluate("""() => {
+        const svg = document.querySelector('#chart svg').getBoundingClientRect();
+        const rect = document.querySelector('#plot-clip rect');
+        const left = svg.left + +rect.getAttribute('x'), right = left + +rect.getAttribute('width');
+        return [...document.querySelectorAll('#chart circle.mark')].filter(m => {
+            const b = m.getBoundingClientRect();
+            return b.width > 0 && b.left >= left && b.right <= right; }).length; }"""))
+
+
+def test_a_resize_keeps_the_time_range_in_view(loaded: Loaded) -> None:
+    page = loaded.page
+    before, marks = _range(page), _marks_in_view(page)
+    assert marks > 10
+    for width in (1000, 760, 1280):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(150)
+        after = _range(page)
+        assert abs((after[0] - before[0]).total_seconds()) < 0.01, (width, before, after)
+        assert abs((after[1] - before[1]).total_seconds()) < 0.01, (width, before, after)
+        assert _marks_in_view(page) == marks, width
+    # printing lays the page out anew, at another width: the chart still shows the same marks
+    page.emulate_media(media="print")
+    page.set_viewport_size({"width": 900, "height": 900})
+    page.wait_for_timeout(150)
+    assert _marks_in_view(page) == marks and abs((_range(page)[0] - before[0]).total_seconds()) < 0.01
+    page.emulate_media(media="screen")
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
+GAP_BOXES = """() => [...document.querySelectorAll('#chart .gap-label')].map(t => {
+    const b = t.getBBox(); return {x: b.x, y: b.y, w: b.width, h: b.height, text: t.textContent}; })"""
+MARK_BOXES = """() => [...document.querySelectorAll('#chart circle.mark')].map(m => {
+    const b = m.getBBox(); return {x: b.x, y: b.y, w: b.width, h: b.height}; })"""
+
+
+def _crossing(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Whether two boxes share an area."""
+    return (a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]
+            and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
+
+
+@pytest.mark.parametrize("args", [("scan", "--fail-on", "never"),
+                                  ("timeline", "--around", "2026-11-22T15:03:00Z", "--window", "2m")],
+                         ids=["scan", "timeline-2m"])
+def test_gap_labels_overlap_neither_each_other_nor_marks(context: BrowserContext, tmp_path: Path,
+                                                         args: tuple[str, ...]) -> None:
+    path = tmp_path / "chain.html"
+    path.write_text(run(args[0], str(UNWANTED_SYNC), "-o", "html", *args[1:]))
+    opened = Loaded(context, path)
+    page = opened.page
+    if args[0] == "timeline":  # the window asked for, not the span of the facts in it
+        assert page.locator("#view-range").text_content() == "2026-11-22T15:02:00.000Z → 2026-11-22T15:04:00.000Z"
+    for _ in range(2):  # as opened, then zoomed out
+        labels, marks = page.evaluate(GAP_BOXES), page.evaluate(MARK_BOXES)
+        assert len(labels) >= 4, labels
+        assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if _crossing(a, b)]
+        assert not [a["text"] for a in labels for m in marks if _crossing(a, m)]
+        page.click("button[data-act=zoom-out]")
+    # every arrow says its gap in its tooltip, shown as a label or not
+    titles = page.locator("#chart .chain-edge > title").all_text_contents()
+    gaps = [edge["gap"] for edge in blob(path.read_text())["edges"]]
+    assert len(titles) == len(gaps) and all(t.startswith(f"+{g:g} s · ") for t, g in zip(titles, gaps, strict=True))
+    assert opened.errors == []
+    page.close()
+
+
+def test_the_lane_column_fits_the_names_and_cuts_a_very_long_one(context: BrowserContext, tmp_path: Path) -> None:
+    path = tmp_path / "basic.html"
+    path.write_text(run("scan", str(EXAMPLES / "argocd-basic"), "-o", "html", "--fail-on", "never"))
+    opened = Loaded(context, path)
+    labels = opened.page.evaluate("""() => [...document.querySelectorAll('#chart .lane-label')].map(t => {
+        const b = t.getBBox(); return {text: t.textContent, right: b.x + b.width}; })""")
+    plot = float(opened.page.evaluate("+document.querySelector('#plot-clip rect').getAttribute('x')"))
+    assert "payments-api-7c9d8f6b5d-cpbcd" in [label["text"] for label in labels]
+    assert all(label["right"] < plot for label in labels) and plot < max(label["right"] for label in labels) + 40
+    opened.page.close()
+    # a name no column could hold: cut with an ellipsis, whole in its tooltip
+    long_name = "payments-api-canary-" + "x" * 80 + "-7c9d8f6b5d-cpbcd"
+    start = datetime(2026, 11, 22, 15, 0, tzinfo=UTC)
+    entries = [TimelineEntry(start + timedelta(seconds=i), name, "log", f"logs/{name}.log:{i + 1}", f"line {i}", ())
+               for i, name in enumerate(["repo-server", long_name])]
+    out = io.StringIO()
+    render(ScanResult(Snapshot("long-lanes"), [], entries, []), out)
+    path = tmp_path / "long.html"
+    path.write_text(out.getvalue())
+    opened = Loaded(context, path)
+    lane = opened.page.locator("#chart .lane-label").nth(1)
+    shown = lane.evaluate("t => t.firstChild.nodeValue")
+    assert shown.endswith("…") and long_name.startswith(shown[:-1])
+    assert lane.locator("title").text_content() == long_name
+    right = float(lane.evaluate("t => t.getBBox().x + t.getBBox().width"))
+    plot = float(opened.page.evaluate("+document.querySelector('#plot-clip rect').getAttribute('x')"))
+    assert right < plot <= 300 and opened.errors == []
+    opened.page.close()

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from click.testing import CliRunner
@@ -91,6 +93,68 @@ def check_files(run: dict[str, Any]) -> int:
                 assert 1 <= physical["region"]["startLine"] <= len(path.read_bytes().splitlines()), physical
             count += 1
     return count
+
+
+URI_REFERENCE = re.compile(r"(?:file://)?(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-F]{2})+")
+"""An RFC 3986 URI reference of a path (the schema's `uri-reference`, which the validator cannot check without
+rfc3987): unreserved characters, sub-delimiters such as the `!` of a tarball member, percent-escapes."""
+
+
+def located(run: dict[str, Any], cwd: Path) -> list[tuple[Path, int]]:
+    """The file and line of every physical location, resolved as a SARIF consumer does: a relative URI against
+    %SRCROOT% (the directory the command ran in, `cwd`), never climbing out of it; any other an absolute file URI
+    without a base."""
+    assert run["originalUriBaseIds"][SRCROOT]["uri"] == cwd.as_uri() + "/"
+    found = []
+    for result in run["results"]:
+        for loc in [*result.get("locations", []), *result.get("relatedLocations", [])]:
+            if "physicalLocation" not in loc:
+                continue
+            artifact = loc["physicalLocation"]["artifactLocation"]
+            uri = artifact["uri"]
+            assert URI_REFERENCE.fullmatch(uri), uri
+            if uri.startswith("file://"):
+                assert "uriBaseId" not in artifact
+                path = Path(unquote(urlsplit(uri).path))
+            else:
+                assert artifact["uriBaseId"] == SRCROOT and ":" not in uri.split("/")[0] and ".." not in uri.split("/")
+                path = cwd / unquote(uri)
+            found.append((path, loc["physicalLocation"]["region"]["startLine"]))
+    assert found
+    return found
+
+
+def assert_in_files(found: list[tuple[Path, int]], folder: Path, member: Path | None = None) -> None:
+    """Every location is a file of `folder` (`member`: a tarball there, of which `folder` is the source) and a
+    line inside it."""
+    for path, line in found:
+        if member is not None:
+            archive, _, inside = path.as_posix().partition("!/")
+            assert Path(archive) == member, path
+            path = folder / inside
+        assert path.resolve().is_relative_to(folder.resolve()) and path.is_file(), path
+        assert 1 <= line <= len(path.read_bytes().splitlines()), (path, line)
+
+
+@pytest.mark.parametrize("command", ["scan", "map"])
+@pytest.mark.parametrize(("cwd", "given", "relative"), [
+    ("{tmp}", "{root}/examples/incidents/image-updater", False),  # absolute, outside the current directory
+    ("docs", "../examples/incidents/image-updater", False),  # `..`, outside
+    (".", "{root}/examples/incidents/image-updater", True),  # absolute, inside: relative
+    ("examples", "../examples/incidents/image-updater", True),  # `..`, back inside
+])
+def test_an_input_given_from_elsewhere_is_located(validator: Draft7Validator, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch, command: str, cwd: str,
+                                                  given: str, relative: bool) -> None:
+    """Whatever the current directory and however the input is given, every URI leads to the file: relative to
+    %SRCROOT% when the input is inside the current directory, else an absolute file URI."""
+    here = (ROOT / cwd.format(tmp=tmp_path)).resolve()
+    monkeypatch.chdir(here)
+    text = invoke(command, given.format(root=ROOT), "-o", "sarif", *(["--fail-on", "never"] if command == "scan"
+                                                                      else []))
+    found = located(valid(validator, text)["runs"][0], here)
+    assert_in_files(found, EXAMPLES / "incidents" / "image-updater")
+    assert ("file://" not in text.replace(here.as_uri() + "/", "")) is relative
 
 
 @pytest.mark.parametrize("example", EXAMPLE_BUNDLES)
@@ -286,6 +350,31 @@ def test_a_tarball_is_located_inside_the_archive(validator: Draft7Validator, tmp
     uris = {loc["physicalLocation"]["artifactLocation"]["uri"] for r in doc["runs"][0]["results"]
             for loc in r.get("locations", []) if "physicalLocation" in loc}
     assert uris and all(u.startswith("prod.tgz!/objects/") or u.startswith("prod.tgz!/logs/") for u in uris), uris
+
+
+@pytest.mark.parametrize(("cwd", "given", "relative"), [
+    ("elsewhere", "{tmp}/in/prod.tgz", False),
+    ("elsewhere", "../in/prod.tgz", False),
+    (".", "{tmp}/in/prod.tgz", True),
+])
+def test_a_tarball_given_from_elsewhere_is_located(validator: Draft7Validator, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch, cwd: str, given: str,
+                                                   relative: bool) -> None:
+    """A tarball's members keep their `ARCHIVE!/path` form, under %SRCROOT% or in a file URI by the same rule."""
+    source = EXAMPLES / "incidents" / "stuck-rollout"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    with tarfile.open(tmp_path / "in" / "prod.tgz", "w:gz") as archive:
+        archive.add(source, arcname=".")
+    here = (tmp_path / cwd).resolve()
+    monkeypatch.chdir(here)
+    text = invoke("scan", given.format(tmp=tmp_path), "-o", "sarif", "--fail-on", "never")
+    found = located(valid(validator, text)["runs"][0], here)
+    assert_in_files(found, source, member=(tmp_path / "in" / "prod.tgz").resolve() if not relative
+                    else here / "in" / "prod.tgz")
+    uris = re.findall(r'"uri": "([^"]+!/[^"]*)"', text)
+    assert uris and all(u.startswith("in/prod.tgz!/" if relative else (tmp_path / "in").resolve().as_uri() +
+                                     "/prod.tgz!/") for u in uris), uris
 
 
 def test_findings_of_one_pattern_carry_their_group(validator: Draft7Validator) -> None:

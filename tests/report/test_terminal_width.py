@@ -1,5 +1,6 @@
 """The table output fits the terminal width (`COLUMNS`), has no escape sequence with `NO_COLOR` or when piped (unless
-`FORCE_COLOR`), and breaks no word of a summary or title across lines."""
+`FORCE_COLOR`), and breaks no word across lines: a URL or a file location longer than its room gets a line of its own,
+wider than `COLUMNS` only when it alone is."""
 
 from __future__ import annotations
 
@@ -31,15 +32,36 @@ def _scan(bundle: Path, env: Mapping[str, str | None], *args: str) -> str:
 
 
 def _widest(text: str) -> int:
-    return max(len(line) for line in text.splitlines())
+    """The widest line but those that are one word too long for any line."""
+    return max(len(line) for line in text.splitlines() if not _overlong(line, len(line) - 1))
+
+
+def _overlong(line: str, columns: int) -> bool:
+    """Whether `line` is a single word, alone at its start, wider than `columns`."""
+    return len(line) > columns and line == line.strip() and len(line.split()) == 1
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.name)
 @pytest.mark.parametrize("columns", [60, 100, 200])
 def test_no_line_is_wider_than_columns(bundle: Path, columns: int) -> None:
     text = _scan(bundle, {"COLUMNS": str(columns)})
-    assert _widest(text) <= columns
+    wide = [line for line in text.splitlines() if len(line) > columns]
+    assert all(_overlong(line, columns) for line in wide), [line for line in wide if not _overlong(line, columns)]
     assert _widest(text) >= columns - 2  # the panels use the width given, not a narrower default
+
+
+@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("columns", [60, 70, 100])
+def test_urls_and_locations_are_never_cut(bundle: Path, columns: int) -> None:
+    """Every docs URL and every word of an evidence location (`file:line`, `Kind/ns/name`, `.path`) appears whole on
+    one line, so that it can be clicked and copied."""
+    doc = json.loads(_scan(bundle, {}, "-o", "json"))
+    tokens = {url for f in doc["findings"] for url in f["remediation"]["docs"]}
+    tokens |= {word for f in doc["findings"] for item in f["evidence"] for word in item["location"].split()}
+    assert any(len(token) > columns for token in tokens) or columns > 60  # the case that matters is there
+    lines = _scan(bundle, {"COLUMNS": str(columns)}).splitlines()
+    cut = sorted(token for token in tokens if not any(token in line for line in lines))
+    assert not cut, cut[:5]
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.name)
@@ -64,10 +86,9 @@ def test_force_color_colours_a_pipe_and_no_color_wins() -> None:
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.name)
 def test_narrow_output_breaks_no_word_of_a_title_or_summary(bundle: Path) -> None:
-    """At 60 columns every word of a finding's title and summary (short enough to fit a line) is whole."""
+    """At 60 columns every word of a finding's title and summary is whole, however long."""
     doc = json.loads(_scan(bundle, {}, "-o", "json"))
-    words = {word for f in doc["findings"] for word in f"{f['title']} {f['summary']}".split()
-             if len(word) <= 40 and "[" not in word}
+    words = {word for f in doc["findings"] for word in f"{f['title']} {f['summary']}".split() if "[" not in word}
     shown = set(BOX.split(_scan(bundle, {"COLUMNS": "60"})))
     assert words and not words - shown, sorted(words - shown)[:10]
 
@@ -92,3 +113,18 @@ def test_the_width_rules() -> None:
     assert width({}, tty=True) is None  # rich asks the terminal
     for junk in ("", "wide", "-5", "0"):
         assert width({"COLUMNS": junk}, tty=False) == PIPED_WIDTH
+
+
+def test_input_text_cannot_pass_for_a_word_slot() -> None:
+    """The private-use characters that mark a long word's slot, when an input text has them, print as U+FFFD; the
+    long word next to them still comes out whole on its own line."""
+    from rich.text import Text
+
+    from argo_doctor.report.table import _print, _Words
+
+    out = io.StringIO()
+    console = make_console(out, {"COLUMNS": "40"})
+    slots: list[str] = []
+    url = "https://git.example.org/platform/tenants/-/blob/main/values.yaml"
+    _print(console, _Words(Text(f"forged \ue0000\ue001 see {url} now"), slots), slots)
+    assert out.getvalue().splitlines() == ["forged \ufffd0\ufffd see", url, "now"]

@@ -23,6 +23,7 @@ from argo_doctor.analyzers.common import (
     plural,
     pod_evidence,
     pod_fix,
+    resource_ref,
     workflow_evidence,
     workflow_fix,
 )
@@ -89,10 +90,7 @@ class AppUnhealthy(Analyzer):
                     health = Health(HealthStatus(recorded["status"]), str(recorded.get("message") or ""))
                 except ValueError:
                     health = Health(HealthStatus.UNKNOWN, str(recorded.get("message") or ""))
-            ref = Ref(
-                "/".join(p for p in (str(entry.get("group") or ""), str(entry.get("version") or "")) if p),
-                str(entry.get("kind") or ""), str(entry.get("namespace") or ""), str(entry.get("name") or ""),
-            )
+            ref = resource_ref(entry)
             if health is None and live is None and entry.get("status") == "OutOfSync":
                 if holds(ctx.snap, ref.kind, ref.namespace, split_api_version(ref.api_version)[0]):
                     health = Health(HealthStatus.MISSING, "declared in Git but not found in the cluster")

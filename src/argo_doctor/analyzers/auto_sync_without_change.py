@@ -19,9 +19,9 @@ from itertools import pairwise
 from typing import Any, NamedTuple
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
+from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural, resource_ref
 from argo_doctor.facts.webhooks import CONFIG_KINDS, WEBHOOK_NEEDS, failed_webhook_name
-from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
+from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
@@ -411,8 +411,7 @@ class AutoSyncWithoutChange(Analyzer):
             instance.chain = list(dict.fromkeys(moved[i] for i in instance.chain))
         if same_op:
             evidence.extend(object_evidence(app, ".status.operationState.syncResult.resources",
-                                            f"{r.get('kind')}/{r.get('namespace') or ''}/{r.get('name')}: "
-                                            f"{r.get('message')}", parse_time(op.get('finishedAt')))
+                                            f"{resource_ref(r)}: {r.get('message')}", parse_time(op.get('finishedAt')))
                             for r in changed)
         times = [i.start for i in instances]
         gaps = [(b - a).total_seconds() for a, b in pairwise(times)]
@@ -444,8 +443,7 @@ class AutoSyncWithoutChange(Analyzer):
             title=f"{app.name} auto-synced {plural(len(instances), 'time')} without a new commit"
             + (f", then webhook {latest.failures[0]} failed" if latest.failures else ""),
             summary=summary,
-            objects=[app.ref, *(Ref(f"{r.get('group')}/{r.get('version')}".strip("/"), str(r.get("kind")),
-                                    str(r.get("namespace") or ""), str(r.get("name"))) for r in changed)],
+            objects=[app.ref, *(resource_ref(r) for r in changed)],
             evidence=evidence,
             remediation=Remediation(
                 text=_fix_text(ctx, app, changed, latest),

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from argo_doctor.analyzers import Context
 from argo_doctor.facts.inventory import Presence, lookup, not_collected
 from argo_doctor.facts.webhooks import Webhook, failed_webhook_name
 from argo_doctor.facts.workflows import FailedNode
 from argo_doctor.health import Health, HealthStatus
-from argo_doctor.model import Evidence
+from argo_doctor.model import Evidence, Ref
 from argo_doctor.snapshot import KEvent, Obj, Snapshot
 from argo_doctor.sources.logs import LogRecord
 from argo_doctor.sources.objects import as_int, as_list, mapping
@@ -34,6 +35,21 @@ _MISSING_KEY = re.compile(r"couldn't find key (\S+) in (Secret|ConfigMap) (?:([^
 def object_evidence(obj: Obj, path: str, excerpt: str, time: datetime | None = None) -> Evidence:
     """Evidence pointing at a field of an object: `file:line Kind/ns/name .field.path`."""
     return Evidence("object", f"{obj.location} {obj.ref} {path}", excerpt, time)
+
+
+def api_version(group: Any, version: Any) -> str:
+    """`group/version`, or the version alone for the core group (group "" or absent); "" without a version."""
+    group, version = str(group or ""), str(version or "")
+    if not version:
+        return ""
+    return f"{group}/{version}" if group else version
+
+
+def resource_ref(entry: Mapping[str, Any]) -> Ref:
+    """A Ref to an object an Application lists (`status.resources`, `status.operationState.syncResult.resources`,
+    `operation.sync.resources`): group and version as Argo CD records them, the core group as ""."""
+    return Ref(api_version(entry.get("group"), entry.get("version")), str(entry.get("kind") or ""),
+               str(entry.get("namespace") or ""), str(entry.get("name") or ""))
 
 
 def event_evidence(event: KEvent) -> Evidence:

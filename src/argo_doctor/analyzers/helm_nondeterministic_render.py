@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import object_evidence
+from argo_doctor.analyzers.common import object_evidence, resource_ref
 from argo_doctor.facts.ignore_differences import coverage, jq_expression, json_pointer, respects_ignore_differences
 from argo_doctor.facts.webhooks import ADMISSION_GROUP, CONFIG_KINDS, WEBHOOK_NEEDS
 from argo_doctor.helm import ChartReport, NondeterministicUse, analyse_chart
@@ -160,7 +160,7 @@ class HelmNondeterministicRender(Analyzer):
             + (f" on every render (Application {app.name})" if app is not None else " on every render"),
             summary=summary,
             objects=[*( [app.ref] if app is not None else []),
-                     *(Ref("", k, "", n) for k, n, _ in targets if k and n)],
+                     *dict.fromkeys(_target_ref(ctx, app, k, n) for k, n, _ in targets if k and n)],
             evidence=evidence + ([object_evidence(app, ".spec.ignoreDifferences", "ignoreDifferences: "
                                                   + str(app.spec.get("ignoreDifferences") or "none"))]
                                  if app is not None else []),
@@ -291,6 +291,19 @@ def _live(ctx: Context, app: Obj, kind: str, name: str) -> Obj | None:
         if live is not None and entry.get("kind") == kind and entry.get("name") == name:
             return live
     return next((o for o in ctx.snap.tracked_by(app) if o.kind == kind and o.name == name), None)
+
+
+def _target_ref(ctx: Context, app: Obj | None, kind: str, name: str) -> Ref:
+    """The object a chart renders, as deployed: the live object, else the Application's `status.resources`
+    entry for it, else kind and name alone (apiVersion and namespace unknown)."""
+    if app is not None:
+        live = _live(ctx, app, kind, name)
+        if live is not None:
+            return live.ref
+        for entry, _ in ctx.snap.app_resources(app):
+            if entry.get("kind") == kind and entry.get("name") == name:
+                return resource_ref(entry)
+    return Ref("", kind, "", name)
 
 
 def _patch(ctx: Context, targets: dict[tuple[str | None, str | None, tuple[str, ...]], list[NondeterministicUse]],

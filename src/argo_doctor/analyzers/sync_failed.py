@@ -14,8 +14,8 @@ from typing import Any
 
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
-from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
+from argo_doctor.analyzers.common import log_evidence, object_evidence, plural, resource_ref
+from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_int, as_list, mapping
@@ -71,10 +71,7 @@ class SyncFailed(Analyzer):
         failed = [r for r in as_list(result.get("resources")) if isinstance(r, dict) and _failed(r)]
         objects = [app.ref]
         for res in failed:
-            ref = Ref(
-                "/".join(p for p in (str(res.get("group") or ""), str(res.get("version") or "")) if p),
-                str(res.get("kind") or ""), str(res.get("namespace") or ""), str(res.get("name") or ""),
-            )
+            ref = resource_ref(res)
             objects.append(ref)
             state = res.get("status") or res.get("hookPhase")
             evidence.append(

@@ -3,7 +3,8 @@
 A finding's pattern is its rule plus its title with the names of its objects and every number blanked
 (`app-17 auto-synced 3 times without a new commit` → `… auto-synced N times without a new commit`).
 When at least `GROUP_MIN` findings share a pattern they form one `Group`; the reports show the group's
-count, its shared cause and its five worst findings, and list every member on `--expand RULE`.
+count, its shared cause and its five worst findings (`WORST`), and list every member on `--expand RULE` (every
+group of that rule) or `--expand GROUP-ID` (that group only).
 The JSON keeps every finding and names its group. A group's id is a digest of the rule and the pattern,
 so it stays the same across reruns of the same input and across inputs with the same kind of trouble.
 """
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from argo_doctor.model import Finding
 
@@ -23,17 +25,21 @@ SHOWN = 5
 """How many of a group's findings the reports show when the group is not expanded."""
 ALL = "all"
 """`--expand all`: every group listed in full."""
+WORST = "most severe first, then most evidence, then most recent evidence"
+"""What "worst" means, in the order `Group.findings` follows; the reports say it."""
 
 _NUMBER = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)*(?![\w-])")
 """A number standing alone: `3 times`, `exit code 137`; not the digits of `x509`, `v1` or `30s`."""
 _PLURAL = re.compile(r"\bN (\w+?)s\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
 _NAME_EDGE = r"(?<![\w.-]){}(?![\w-])"
+_GROUP_ID = re.compile(r"(?P<rule>[\w.-]+):group:[0-9a-f]{12}")
 
 
 @dataclass(frozen=True)
 class Group:
-    """Findings of one rule and one pattern: `findings` worst first, `cause` what they share, in words."""
+    """Findings of one rule and one pattern: `findings` worst first (`WORST`), `cause` what they share beyond the
+    title, in words."""
 
     id: str
     rule: str
@@ -51,8 +57,19 @@ class Group:
         return blank(self.findings[0].title, self.findings[0])
 
     def expanded(self, expand: frozenset[str]) -> bool:
-        """Whether `--expand` asked for every member of this group."""
-        return ALL in expand or self.rule in expand
+        """Whether `--expand` asked for every member of this group: `all`, its rule or its id."""
+        return ALL in expand or self.rule in expand or self.id in expand
+
+
+def unknown_expand(values: Iterable[str], rules: Iterable[str]) -> list[str]:
+    """The `--expand` values that are neither `all`, nor one of `rules`, nor a group id of one of them."""
+    known = set(rules)
+    bad = []
+    for value in values:
+        match = _GROUP_ID.fullmatch(value)
+        if value != ALL and value not in known and not (match and match["rule"] in known):
+            bad.append(value)
+    return bad
 
 
 def blank(text: str, finding: Finding) -> str:
@@ -75,19 +92,28 @@ def _group_id(rule: str, key: str) -> str:
     return f"{rule}:group:{hashlib.sha256(f'{rule}|{key}'.encode()).hexdigest()[:12]}"
 
 
+def _latest(finding: Finding) -> float:
+    """The time of the finding's latest evidence, as a POSIX timestamp (minus infinity when none has a time)."""
+    times = [item.time for item in finding.evidence if isinstance(item.time, datetime)]
+    return max(times).timestamp() if times else float("-inf")
+
+
 def _worst_first(findings: Sequence[Finding]) -> tuple[Finding, ...]:
-    """Most severe first, then those with the most evidence; ties keep the report's order."""
-    return tuple(sorted(findings, key=lambda f: (-f.severity, -len(f.evidence))))
+    """`WORST`: most severe first, then those with the most evidence, then those whose latest evidence is the most
+    recent; ties keep the report's order."""
+    return tuple(sorted(findings, key=lambda f: (-f.severity, -len(f.evidence), -_latest(f))))
 
 
 def _cause(findings: Sequence[Finding], title: str) -> str:
-    """The sentences of the summary that every member has once blanked, after the blanked title unless the first of
-    them repeats it."""
+    """The sentences of the summary that every member has once blanked, without the blanked title where the first
+    of them opens with it (the reports show the title already); empty when they share nothing more."""
     sentences = [_SENTENCE.split(blank(f.summary, f)) for f in findings]
     common = [s for s in dict.fromkeys(sentences[0]) if all(s in other for other in sentences[1:])]
-    if common and common[0].startswith(title.rstrip(".")):  # the summary opens with the title, and says more
-        return " ".join(common)
-    return " ".join([title.rstrip(".") + ".", *common])
+    head = title.rstrip(".")
+    if common and common[0].startswith(head):
+        rest = common[0][len(head):].lstrip(" .:;,-—")
+        common[0:1] = [rest] if rest else []
+    return " ".join(common)
 
 
 def _partition(findings: Sequence[Finding]) -> dict[tuple[str, str], list[Finding]]:

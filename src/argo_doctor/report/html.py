@@ -27,6 +27,7 @@ from argo_doctor.report.json import chain_json, problem_kind
 from argo_doctor.report.options import ReportOptions
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.redact import clean
+from argo_doctor.timeline import full_timeline
 from argo_doctor.timeutil import format_time
 
 EVIDENCE_SHOWN = 20
@@ -57,6 +58,11 @@ def script_json(doc: Any) -> str:
     return text
 
 
+def _count(n: int, noun: str) -> str:
+    """`1 fact`, `2 facts`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _e(text: str | None) -> str:
     return escape(text or "", quote=True)
 
@@ -85,7 +91,8 @@ def _header(snap: Snapshot, title: str, counts: dict[str, int] | None) -> str:
             ("Cluster", " ".join(str(p) for p in (name, kube) if p) or "not named in the input"),
             ("Collected at", collected or "not stated in the input"),
             ("Argo components", "; ".join(versions(snap)) or "none found in the input"),
-            ("Input", f"{len(snap)} objects, {len(snap.log_files)} log files, {len(snap.audit_files)} audit files")]
+            ("Input", f"{_count(len(snap), 'object')}, {_count(len(snap.log_files), 'log file')}, "
+                      f"{_count(len(snap.audit_files), 'audit file')}")]
     cells = "".join(f"<tr><th>{_e(k)}</th><td>{_e(clean(v, snap.scrubber, human=True))}</td></tr>" for k, v in rows)
     badges = ""
     if counts is not None:
@@ -155,10 +162,11 @@ def _group(group: Group, expanded: bool) -> str:
     if rest:
         body += (f'<details class="group-rest"><summary>show all {len(group.findings)} '
                  f'(--expand {_e(group.rule)})</summary>{"".join(_finding(f) for f in rest)}</details>')
+    cause = f'<p class="summary">{_e(group.cause)}</p>' if group.cause else ""
     return (f'<details class="group sev-{sev}" data-group="{_e(group.id)}"{" open" if expanded else ""}><summary>'
             f'<span class="badge sev-{sev}">{len(group.findings)} × {sev}</span> <span class="title">'
             f'{_e(group.title)}</span> <span class="rule">{_e(group.rule)}</span></summary><div class="body">'
-            f'<p class="summary">{_e(group.cause)}</p><p class="note">The {len(shown)} worst of '
+            f'{cause}<p class="note">The {len(shown)} worst of '
             f'{len(group.findings)}:</p>{body}</div></details>')
 
 
@@ -202,13 +210,19 @@ def timeline_data(entries: Sequence[TimelineEntry], findings: Sequence[Finding],
     }
 
 
-def _timeline_section(data: dict[str, Any]) -> str:
+def _timeline_section(data: dict[str, Any], total: int | None = None) -> str:
+    """The timeline's heading, controls and chart; when it is empty, why: no timestamped fact at all, or none of the
+    `total` facts of the input in the window asked for."""
     count = len(data["entries"])
     if not count:
-        return '<section id="timeline"><h2>Timeline</h2><p>No timestamped fact in the input.</p></section>'
+        where = (f"is in the window ({_e(data['window'])} around {_e(data['around'])}) or of the components chosen"
+                 if data["around"] else "is of the components chosen")
+        why = (f"None of the {_count(total, 'timestamped fact')} of the input {where}." if total
+               else "No timestamped fact in the input.")
+        return f'<section id="timeline"><h2>Timeline</h2><p>{why}</p></section>'
     return (
-        f'<section id="timeline"><h2>Timeline <span class="muted">({count} facts, {len(data["edges"])} '
-        f'chain arrows)</span></h2>'
+        f'<section id="timeline"><h2>Timeline <span class="muted">({_count(count, "fact")}, '
+        f'{_count(len(data["edges"]), "chain arrow")})</span></h2>'
         '<div class="controls"><button type="button" data-act="zoom-in" title="zoom in">+</button>'
         '<button type="button" data-act="zoom-out" title="zoom out">−</button>'
         '<button type="button" data-act="left" title="pan left">◀</button>'
@@ -250,9 +264,9 @@ def render(result: ScanResult, out: IO[str], options: ReportOptions | None = Non
     parts = [_header(snap, "argo-doctor report", _severity_counts(findings))]
     data = timeline_data(result.timeline, findings)
     parts.append(_timeline_section(data))
-    parts.append(f'<section id="findings"><h2>Findings <span class="muted">({len(findings)})</span>'
-                 '<button type="button" data-act="expand-all">expand all</button>'
-                 '<button type="button" data-act="collapse-all">collapse all</button></h2>')
+    buttons = ('<button type="button" data-act="expand-all">expand all</button>'
+               '<button type="button" data-act="collapse-all">collapse all</button>') if findings else ""
+    parts.append(f'<section id="findings"><h2>Findings <span class="muted">({len(findings)})</span>{buttons}</h2>')
     if not findings:
         parts.append("<p>No finding.</p>")
     for block in blocks(findings):
@@ -272,7 +286,8 @@ def render_timeline(snap: Snapshot, entries: Sequence[TimelineEntry], findings: 
     problems = clean(list(problems), snap.scrubber, human=True)
     chained = [f for f in findings if f.chain]
     data = timeline_data(entries, findings, around, window)
-    parts = [_header(snap, "argo-doctor timeline", None), _timeline_section(data)]
+    total = None if entries else len(full_timeline(snap, list(findings)))
+    parts = [_header(snap, "argo-doctor timeline", None), _timeline_section(data, total)]
     if chained:
         parts.append(f'<section id="findings"><h2>Causal chains <span class="muted">({len(chained)})</span></h2>')
         parts.extend(_finding(f, opened=True) for f in chained)

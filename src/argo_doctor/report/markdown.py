@@ -6,7 +6,7 @@ from typing import IO
 
 from argo_doctor.engine import ScanResult
 from argo_doctor.model import Finding
-from argo_doctor.report.groups import Group, blocks
+from argo_doctor.report.groups import WORST, Group, blocks
 from argo_doctor.report.json import problem_kind
 from argo_doctor.report.options import ReportOptions
 from argo_doctor.sources.redact import clean
@@ -48,16 +48,19 @@ def _finding(out: IO[str], finding: Finding, level: str) -> None:
 
 
 def _group(out: IO[str], group: Group, expand: frozenset[str]) -> None:
-    """A group: the count, the shared cause, the worst findings (or every one, when `--expand` names its rule)."""
+    """A group: the count, the shared cause, the worst findings (or every one, when `--expand` names its rule or
+    its id)."""
     severity = group.findings[0].severity.label.upper()
     out.write(f"## [{severity}] {len(group.findings)} × {group.title}\n\n")
-    out.write(f"*Rule* `{group.rule}` · *group* `{group.id}`\n\n{group.cause}\n\n")
+    out.write(f"*Rule* `{group.rule}` · *group* `{group.id}`\n\n")
+    if group.cause:
+        out.write(f"{group.cause}\n\n")
     if group.expanded(expand):
-        out.write(f"All {len(group.findings)}, worst first:\n\n")
+        out.write(f"All {len(group.findings)}, {WORST}:\n\n")
         for finding in group.findings:
             _finding(out, finding, "###")
         return
-    out.write(f"The {len(group.worst)} worst:\n\n")
+    out.write(f"The {len(group.worst)} worst ({WORST}):\n\n")
     for finding in group.worst:
         out.write(f"- **{finding.severity.label}** {_cell(finding.title)} (`{finding.id}`)\n")
     more = len(group.findings) - len(group.worst)

@@ -5,6 +5,7 @@ helm-check), one result per finding; every string passes through `sources.redact
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -134,11 +135,23 @@ def rule_json(rule: Rule) -> dict[str, Any]:
 # -- locations ---------------------------------------------------------------------------------------------------
 
 
+def from_cwd(path: str) -> str:
+    """A file path as a SARIF consumer can find it: relative to the current directory (%SRCROOT%) when it is
+    inside it, however given (`/abs/cwd/x`, `sub/../x`), else absolute. `..` is resolved on the disk (through
+    links, as the OS does); a path without one is made absolute as written, so that a link inside the current
+    directory stays inside it. A tarball member (`NAME!/path`) keeps its form."""
+    full = Path(os.path.realpath(path) if ".." in PurePosixPath(path).parts else os.path.abspath(path))
+    cwd = Path.cwd()
+    return full.relative_to(cwd).as_posix() if full.is_relative_to(cwd) else full.as_posix()
+
+
 def _uri(path: str) -> tuple[str, str | None]:
-    """The URI of a file path and its base id: relative paths under %SRCROOT%, absolute ones as file URIs."""
+    """The URI of a file path and its base id: a path inside the current directory under %SRCROOT%, any other as
+    an absolute file URI."""
+    path = from_cwd(path)
     if path.startswith("/"):
         return "file://" + quote(path, safe="/!-._~"), None
-    return quote(path.removeprefix("./"), safe="/!-._~"), SRCROOT
+    return quote(path, safe="/!-._~"), SRCROOT
 
 
 def artifact_location(path: str) -> dict[str, Any]:
@@ -168,23 +181,21 @@ def logical_location(ref: Ref) -> dict[str, Any]:
 
 
 def input_prefix(result: ScanResult) -> str | None:
-    """What evidence locations are relative to, from the current directory: one folder as given on the command
-    line, `ARCHIVE!` for one tarball, the common parent of several folders and tarballs (shown as `NAME/…` and
-    `NAME!/…`); "" when the locations already start from the current directory (object files) or when that cannot
-    be said (an absolute or `..` input); None for a live scan, whose files are gone."""
+    """What evidence locations are relative to: one folder as given on the command line, `ARCHIVE!` for one
+    tarball, the common parent of several folders and tarballs (shown as `NAME/…` and `NAME!/…`); "" when the
+    locations already hold the path as given (files given) or when there is no one parent; None for a live scan,
+    whose files are gone. `_uri` makes the result relative to the current directory or absolute."""
     source = result.snapshot.source
     if source.startswith("live:"):
         return None
     given = source.split(", ")
-    if any(p.startswith(("/", "..")) for p in given):
-        return ""
     if not all(Path(p).is_dir() or p.endswith(TARBALL_SUFFIXES) for p in given):
         return ""  # a file given is shown as given; with several inputs, mixed with folders, keep the paths shown
     if len(given) == 1:
-        only = given[0].removeprefix("./").rstrip("/")
-        return f"{only}!" if only.endswith(TARBALL_SUFFIXES) else ("" if only == "." else only)
-    parents = {PurePosixPath(p).parent.as_posix() for p in given}
-    return "" if len(parents) != 1 or parents == {"."} else parents.pop()
+        only = given[0].rstrip("/") or "/"
+        return f"{only}!" if only.endswith(TARBALL_SUFFIXES) else only
+    parents = {os.path.realpath(PurePosixPath(p).parent): PurePosixPath(p).parent.as_posix() for p in given}
+    return parents.popitem()[1] if len(parents) == 1 else ""
 
 
 # -- results -----------------------------------------------------------------------------------------------------

@@ -49,14 +49,21 @@
   var tip = document.getElementById("tip");
   var entries = data.entries, lanes = data.lanes, edges = data.edges;
   var laneOf = {}; lanes.forEach(function (name, i) { laneOf[name] = i; });
-  var LABEL = 190, TOP = 40, LANE = 38, RIGHT = 16, BOTTOM = 8;
+  var TOP = 40, LANE = 38, RIGHT = 16, BOTTOM = 8, LABEL_MIN = 90, LABEL_MAX = 300;
   var tMin = entries[0].t, tMax = entries[0].t;
   entries.forEach(function (e) { tMin = Math.min(tMin, e.t); tMax = Math.max(tMax, e.t); });
   var pad = Math.max(1000, (tMax - tMin) * 0.04);
-  var T0 = tMin - pad, T1 = tMax + pad, SPAN = T1 - T0;
+  var T0 = tMin - pad, T1 = tMax + pad;
+  var asked = askedWindow();  // the window of `timeline --around --window` is inside the domain, however few facts
+  if (asked) { T0 = Math.min(T0, asked[0]); T1 = Math.max(T1, asked[1]); }
+  var SPAN = T1 - T0;
   var width = 0, plotW = 0, k = 1, off = 0, drawnOff = 0;  // drawnOff: the pan the marks were drawn at
   var height = TOP + lanes.length * LANE + BOTTOM;
 
+  function askedWindow() {
+    var centre = Date.parse(data.around || ""), w = durationMs(data.window);
+    return isNaN(centre) || w === null ? null : [centre - w / 2, centre + w / 2];
+  }
   function el(name, attrs, parent) {
     var node = document.createElementNS(NS, name);
     Object.keys(attrs || {}).forEach(function (key) { node.setAttribute(key, attrs[key]); });
@@ -95,9 +102,31 @@
   }
   function fmtGap(s) { return "+" + (Math.abs(s) >= 100 ? Math.round(s) : Math.round(s * 1000) / 1000) + " s"; }
 
+  // the lane label column: as wide as the longest name, within bounds; a longer name is cut with an ellipsis and
+  // shown whole in its tooltip
+  var LABEL = LABEL_MAX, laneText = {};
+  (function sizeLabels() {
+    var probe = el("svg", { width: 10, height: 10 }, chart), longest = 0;
+    lanes.forEach(function (name) {
+      var text = el("text", { class: "lane-label" }, probe);
+      text.textContent = name;
+      if (text.getComputedTextLength() > LABEL_MAX - 16) {
+        var cut = name;
+        while (cut.length > 1 && text.getComputedTextLength() > LABEL_MAX - 16) {
+          cut = cut.slice(0, -1); text.textContent = cut + "…";
+        }
+      }
+      laneText[name] = text.textContent;
+      longest = Math.max(longest, text.getComputedTextLength());
+    });
+    chart.removeChild(probe);
+    LABEL = Math.min(LABEL_MAX, Math.max(LABEL_MIN, Math.ceil(longest) + 16));
+  })();
+
   var svg, plot, axis, marks = [];
+  function measure() { width = Math.max(chart.clientWidth, 700); plotW = width - LABEL - RIGHT; }
   function draw() {
-    width = Math.max(chart.clientWidth, 700); plotW = width - LABEL - RIGHT; clamp();
+    measure(); clamp();
     drawnOff = off;
     chart.textContent = "";
     svg = el("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img",
@@ -112,7 +141,9 @@
     lanes.forEach(function (name, i) {
       el("rect", { class: "lane-bg" + (i % 2 ? " odd" : ""), x: 0, y: TOP + i * LANE, width: width, height: LANE },
          svg);
-      el("text", { class: "lane-label", x: 8, y: TOP + i * LANE + LANE / 2 + 4 }, svg).textContent = name;
+      var text = el("text", { class: "lane-label", x: 8, y: TOP + i * LANE + LANE / 2 + 4 }, svg);
+      text.textContent = laneText[name];
+      if (laneText[name] !== name) { el("title", {}, text).textContent = name; }
     });
     var clip = el("g", { "clip-path": "url(#plot-clip)" }, svg);
     axis = el("g", { class: "axis" }, clip);
@@ -120,6 +151,7 @@
     drawAxis();
     drawEdges();
     drawMarks();
+    drawGaps();
     var range = visible();
     document.getElementById("view-range").textContent =
       new Date(range[0]).toISOString() + " → " + new Date(range[1]).toISOString();
@@ -144,13 +176,9 @@
       marks.push(mark);
     });
   }
+  var arrows = [];  // per edge, where its gap label would go: the curve's middle
   function drawEdges() {
-    var placed = [];  // what a gap label must not cover: the marks the arrows join, and the labels before it
-    edges.forEach(function (edge) {
-      [edge.from, edge.to].forEach(function (i) {
-        placed.push({ x: xOf(entries[i].t) - 6, y: laneY(entries[i], i) - 6, width: 12, height: 12 });
-      });
-    });
+    arrows = [];
     edges.forEach(function (edge) {
       var a = entries[edge.from], b = entries[edge.to];
       var x1 = xOf(a.t), y1 = laneY(a, edge.from), x2 = xOf(b.t), y2 = laneY(b, edge.to);
@@ -160,32 +188,48 @@
       var cy = same ? Math.min(y1, y2) - bend : my;
       var color = COLORS[edge.severity] || COLORS.info;
       var g = el("g", { class: "chain-edge", "data-finding": edge.finding }, plot);
+      el("title", {}, g).textContent = fmtGap(edge.gap) + " · " + (data.titles[edge.finding] || edge.finding);
       // shorten the end so that the arrowhead stops at the mark's edge
       var dx = x2 - cx, dy = y2 - cy, len = Math.sqrt(dx * dx + dy * dy) || 1;
       el("path", { class: "chain-arrow", stroke: color, "marker-end": "url(#arrow-" + (edge.severity || "info") + ")",
                    d: "M" + x1 + "," + y1 + " Q" + cx + "," + cy + " " + (x2 - dx / len * 7) + "," + (y2 - dy / len * 7)
                  }, g);
-      var apexX = (x1 + 2 * cx + x2) / 4, apexY = (y1 + 2 * cy + y2) / 4;  // the curve's middle
-      var text = el("text", same ? { class: "gap-label", fill: color, x: apexX, y: apexY - 5, "text-anchor": "middle" }
-                                      : { class: "gap-label", fill: color, x: apexX + 5, y: apexY - 3 }, g);
-      text.textContent = fmtGap(edge.gap);
-      place(text, placed);
+      arrows.push({ edge: edge, color: color, same: same, x: (x1 + 2 * cx + x2) / 4, y: (y1 + 2 * cy + y2) / 4 });
     });
   }
   function overlaps(a, b) {
     return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
   }
-  function place(text, placed) {  // keep a gap label inside the plot and off the labels placed before it
-    var box = text.getBBox();
-    if (box.x + box.width > plotW) {
-      text.setAttribute("x", +text.getAttribute("x") - box.width - 10); box = text.getBBox();
-    }
-    var y = +text.getAttribute("y"), moves = [-13, 13, -26, 26, -39];
-    for (var i = 0; i < moves.length && placed.some(function (p) { return overlaps(p, box); }); i++) {
-      text.setAttribute("y", y + moves[i]);
-      box = text.getBBox();
-    }
-    placed.push(box);
+  // gap labels above the marks, each where it covers no mark and no other label: beside the curve's middle, or a
+  // lane's height above or below it; a label with no such place is left out (its arrow's tooltip has the gap)
+  function drawGaps() {
+    var layer = el("g", { class: "gap-labels" }, plot), taken = [];
+    marks.forEach(function (mark) {
+      var x = +mark.getAttribute("cx"), r = +mark.getAttribute("r");
+      if (x > -60 && x < plotW + 60) { taken.push({ x: x - r, y: +mark.getAttribute("cy") - r, width: 2 * r, height: 2 * r }); }
+    });
+    arrows.forEach(function (arrow) {
+      var text = el("text", { class: "gap-label", fill: arrow.color, "data-edge": edges.indexOf(arrow.edge) }, layer);
+      text.textContent = fmtGap(arrow.edge.gap);
+      var w = text.getComputedTextLength(), spots = [];
+      [0, -14, 14, -28, 28, -42, 42].forEach(function (dy) {
+        var y = arrow.y + (arrow.same ? -5 : -3) + dy;
+        (arrow.same ? [-w / 2, 6, -w - 6] : [5, -w - 5, -w / 2]).forEach(function (dx) {
+          spots.push([arrow.x + dx, y]);
+        });
+      });
+      var visibleX = arrow.x > 0 && arrow.x < plotW;
+      var found = spots.some(function (spot) {
+        var box = { x: spot[0] - 1, y: spot[1] - 10, width: w + 2, height: 13 };
+        if (box.y < 20 || box.y + box.height > height) { return false; }
+        if (visibleX && (box.x < 0 || box.x + box.width > plotW)) { return false; }
+        if (taken.some(function (t) { return overlaps(t, box); })) { return false; }
+        text.setAttribute("x", spot[0]); text.setAttribute("y", spot[1]);
+        taken.push(box);
+        return true;
+      });
+      if (!found) { layer.removeChild(text); }
+    });
   }
   function move() {  // pan only: the plot's translation and the axis change
     clamp();
@@ -202,7 +246,8 @@
     off = (t - T0) / SPAN * plotW * k - (px - LABEL);
     draw();
   }
-  function show(t0, t1) {
+  function show(t0, t1) {  // the plot's width first: after a resize it is not the one of the last draw
+    measure();
     var w = Math.max(t1 - t0, 10);
     k = SPAN / w; clamp();
     off = (t0 - T0) / SPAN * plotW * k; draw();
@@ -294,8 +339,7 @@
     legend.appendChild(document.createTextNode(sev === "none" ? "context" : sev));
   });
   chart.parentNode.insertBefore(legend, chart.nextSibling);
-  width = Math.max(chart.clientWidth, 700); plotW = width - LABEL - RIGHT;
-  if (data.around && durationMs(data.window) !== null) { applyWindow(); } else if (edges.length) { fitChains(); }
-  else { draw(); }
+  measure();
+  if (asked) { show(asked[0], asked[1]); } else if (edges.length) { fitChains(); } else { draw(); }
   window.addEventListener("resize", function () { var r = visible(); show(r[0], r[1]); });
 })();
