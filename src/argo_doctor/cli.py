@@ -470,7 +470,7 @@ def health(paths: tuple[Path, ...], output: str, lua_dirs: tuple[Path, ...], **l
                 for obj in sorted(copies, key=lambda o: (o.location.split(":")[0], o.kind, o.namespace, o.name))]
         notes = {d.note for d in snap.duplicates}
         problems = [*(p for p in snap.problems if p not in notes),
-                    *(Problem(p.location, p.message) for p in assessor.problems)]
+                    *(Problem(p.location, p.message, p.kind) for p in assessor.problems)]
         if output == "json":
             doc = {
                 "objects": [

@@ -15,6 +15,7 @@ from argo_doctor.facts.rbac import Permissions
 from argo_doctor.health import HealthAssessor, HealthProblem, LuaHealthScripts
 from argo_doctor.health.assess import BUILTIN_LUA_CHECKS, GO_BUILTIN_CHECKS
 from argo_doctor.health.cache import installed_argocd_version, scripts_for
+from argo_doctor.health.types import LUA_SCRIPTS_LOCATION
 from argo_doctor.model import Finding, Needs, Problem, TimelineEntry
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_logs
@@ -38,7 +39,6 @@ class ScanResult:
     findings)."""
 
 
-LUA_NOTE_LOCATION = "Lua health scripts"
 MAX_LISTED = 8
 """Kinds named in the note about health scripts that are not cached; the rest are counted."""
 
@@ -129,9 +129,10 @@ def _missing_scripts_note(snap: Snapshot, kinds: list[tuple[str, str]], installe
                "inputs; without the option: the latest release)")
     where = f"Argo CD {installed}" if installed else "Argo CD"
     return HealthProblem(
-        LUA_NOTE_LOCATION,
+        LUA_SCRIPTS_LOCATION,
         f"{len(kinds)} kind(s) get their health in {where} from a built-in Lua script that is not cached here, so "
         f"their health is not assessed: {', '.join(shown)}; run {command}",
+        "note",
     )
 
 
@@ -173,7 +174,7 @@ def run_scan(
                 snap.problems.append(
                     Problem(f"analyzer {analyzer.id}", f"internal error: {type(exc).__name__}: {exc}")
                 )
-    snap.problems.extend(Problem(p.location, p.message) for p in ctx.health.problems)
+    snap.problems.extend(Problem(p.location, p.message, p.kind) for p in ctx.health.problems)
     snap.problems.extend(unknown_kinds(snap, ctx.health.scripts))
     findings = clean(findings, snap.scrubber)  # before the timeline, so that finding ids stay the same downstream
     findings.sort(key=lambda f: (-f.severity, f.rule, f.title))

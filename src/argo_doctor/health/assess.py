@@ -44,7 +44,7 @@ from argo_doctor.health.luascripts import (
     LuaScript,
 )
 from argo_doctor.health.luaworker import LuaWorker
-from argo_doctor.health.types import Health, HealthProblem, HealthStatus
+from argo_doctor.health.types import LUA_SCRIPTS_LOCATION, Health, HealthProblem, HealthStatus
 
 HOOK_FINALIZER = "argocd.argoproj.io/hook-finalizer"
 PENDING_DELETION = "Pending deletion"
@@ -53,7 +53,6 @@ DEFAULT_LUA_BUDGET = 60.0
 cannot hold a scan for long, and room for some 50,000 objects at the 1 ms a normal script costs."""
 DEFAULT_MAX_TIMEOUTS = 3
 """Times a script may be stopped for running too long before the scan stops running it."""
-LUA_BUDGET_LOCATION = "Lua health scripts"
 
 Check = Callable[[Mapping[str, Any], str], Health | None]
 
@@ -187,6 +186,6 @@ class HealthAssessor:
     def _over_budget(self) -> Health:
         spent = f"the scan's budget of {self.lua_budget:g} s for Lua health scripts is spent"
         self._report(
-            HealthProblem(LUA_BUDGET_LOCATION, f"{spent}; the objects that needed a script after that are Unknown")
+            HealthProblem(LUA_SCRIPTS_LOCATION, f"{spent}; the objects that needed a script after that are Unknown")
         )
         return Health(HealthStatus.UNKNOWN, f"not assessed: {spent}")

@@ -33,7 +33,7 @@ import httpx
 
 from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.health.luascripts import LuaHealthScripts, syntax_errors
-from argo_doctor.health.types import HealthProblem
+from argo_doctor.health.types import LUA_SCRIPTS_LOCATION, HealthProblem
 from argo_doctor.snapshot import Snapshot
 
 GITHUB_URL_ENV = "ARGO_DOCTOR_GITHUB_URL"
@@ -197,9 +197,10 @@ def scripts_for(installed: str | None, root: Path | None = None) -> tuple[LuaHea
         return None, []
     newest = next(iter(cached.values()))
     note = HealthProblem(
-        "Lua health scripts",
+        LUA_SCRIPTS_LOCATION,
         f"no Argo CD version found in the inputs: health scripts of the newest cached release, {newest.version}, "
         "apply (use `argo-doctor lua fetch --argocd-version vX.Y.Z` to match the installation)",
+        "note",
     )
     return newest.scripts_here(), [note]
 

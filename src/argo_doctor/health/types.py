@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 
 class HealthStatus(str, enum.Enum):  # noqa: UP042 - the public API promises (str, Enum)
@@ -28,10 +29,16 @@ class Health:
 
 @dataclass(frozen=True)
 class HealthProblem:
-    """Something wrong with a health customization (a Lua script or its configuration)."""
+    """Something wrong with a health customization (a Lua script or its configuration), or a note about the scripts
+    in use (`kind` "note", e.g. which cached release applies)."""
 
     location: str
     message: str
+    kind: Literal["error", "note"] = "error"
+
+
+LUA_SCRIPTS_LOCATION = "Lua health scripts"
+"""Where problems about the health scripts as a whole (not one script) are reported."""
 
 
 # gitops-engine's healthOrder, most healthy first; IsWorse compares positions in it.

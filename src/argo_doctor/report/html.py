@@ -23,7 +23,7 @@ from argo_doctor.engine import ScanResult
 from argo_doctor.facts.installation import installation
 from argo_doctor.model import Evidence, Finding, Problem, Severity, TimelineEntry
 from argo_doctor.report.groups import Group, blocks
-from argo_doctor.report.json import chain_json, problem_kind
+from argo_doctor.report.json import chain_json
 from argo_doctor.report.options import ReportOptions
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.redact import clean
@@ -173,7 +173,7 @@ def _group(group: Group, expanded: bool) -> str:
 def _problems(problems: Sequence[Problem]) -> str:
     parts = []
     for kind, heading in (("error", "Input errors"), ("note", "Notes on the input")):
-        items = [p for p in problems if problem_kind(p) == kind]
+        items = [p for p in problems if p.kind == kind]
         if items:
             parts.append(f'<details class="problems"><summary>{heading} ({len(items)})</summary><ul>' + "".join(
                 f"<li><code>{_e(p.location)}</code>: {_e(p.message)}</li>" for p in items) + "</ul></details>")

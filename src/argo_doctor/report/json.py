@@ -8,7 +8,7 @@ from typing import IO, Any
 import msgspec
 
 from argo_doctor import __version__
-from argo_doctor.engine import LUA_NOTE_LOCATION, ScanResult
+from argo_doctor.engine import ScanResult
 from argo_doctor.model import Evidence, Finding, Problem, Ref, TimelineEntry
 from argo_doctor.report.groups import group_ids
 from argo_doctor.report.options import ReportOptions
@@ -87,15 +87,9 @@ def timeline_json(entry: TimelineEntry) -> dict[str, Any]:
     }
 
 
-def problem_kind(problem: Problem) -> str:
-    """`note` for what tells about the input without leaving anything out (an object read twice, of which one copy
-    is used; the Lua health scripts in use), else `error`."""
-    return "note" if problem.kind == "note" or problem.location == LUA_NOTE_LOCATION else "error"
-
-
 def problem_json(problem: Problem) -> dict[str, str]:
     """One input error or note."""
-    return {"location": problem.location, "message": problem.message, "kind": problem_kind(problem)}
+    return {"location": problem.location, "message": problem.message, "kind": problem.kind}
 
 
 def document(result: ScanResult) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from typing import IO
 from argo_doctor.engine import ScanResult
 from argo_doctor.model import Finding
 from argo_doctor.report.groups import WORST, Group, blocks
-from argo_doctor.report.json import problem_kind
 from argo_doctor.report.options import ReportOptions
 from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
@@ -89,7 +88,7 @@ def render(result: ScanResult, out: IO[str], options: ReportOptions | None = Non
             )
         out.write("\n")
     for kind, heading in (("error", "Input errors"), ("note", "Notes on the input")):
-        problems = [p for p in result.problems if problem_kind(p) == kind]
+        problems = [p for p in result.problems if p.kind == kind]
         if problems:
             out.write(f"## {heading}\n\n")
         for problem in problems:

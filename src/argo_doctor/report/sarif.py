@@ -20,7 +20,7 @@ from argo_doctor.engine import ScanResult
 from argo_doctor.helm import ChartReport, NondeterministicUse
 from argo_doctor.model import Evidence, Finding, Problem, Ref, Severity
 from argo_doctor.report.groups import group_ids
-from argo_doctor.report.json import dumps, problem_kind
+from argo_doctor.report.json import dumps
 from argo_doctor.report.options import ReportOptions
 from argo_doctor.sources.bundle import TARBALL_SUFFIXES
 from argo_doctor.sources.redact import clean
@@ -264,7 +264,7 @@ def _excerpt(item: Evidence) -> str:
 
 def notifications(problems: Sequence[Problem]) -> list[dict[str, Any]]:
     """Input errors and notes as toolExecutionNotifications (warning and note)."""
-    return [{"level": "note" if problem_kind(p) == "note" else "warning",
+    return [{"level": "note" if p.kind == "note" else "warning",
              "message": {"text": f"{p.location}: {p.message}"}} for p in problems]
 
 

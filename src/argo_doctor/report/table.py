@@ -29,7 +29,6 @@ from rich.text import Text
 from argo_doctor.engine import ScanResult
 from argo_doctor.model import Evidence, Finding, Problem, Severity
 from argo_doctor.report.groups import WORST, Group, blocks
-from argo_doctor.report.json import problem_kind
 from argo_doctor.report.options import ReportOptions
 from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
@@ -292,8 +291,8 @@ def render(result: ScanResult, out: IO[str], options: ReportOptions | None = Non
 def problem_groups(problems: list[Problem]) -> list[tuple[str, list[Problem]]]:
     """The input errors (what the scan went on without), then the notes on the input, each under its heading;
     only the groups that have any."""
-    errors = [p for p in problems if problem_kind(p) == "error"]
-    notes = [p for p in problems if problem_kind(p) == "note"]
+    errors = [p for p in problems if p.kind == "error"]
+    notes = [p for p in problems if p.kind == "note"]
     groups = [(f"{len(errors)} input error(s); the scan went on without them:", errors),
               (f"{len(notes)} note(s) on the input:", notes)]
     return [(heading, group) for heading, group in groups if group]
@@ -302,7 +301,7 @@ def problem_groups(problems: list[Problem]) -> list[tuple[str, list[Problem]]]:
 def print_problems(console: Console, problems: list[Problem]) -> None:
     """`problem_groups`, one line each; the texts already redacted and printable."""
     for heading, group in problem_groups(problems):
-        style = "yellow" if problem_kind(group[0]) == "error" else "default"
+        style = "yellow" if group[0].kind == "error" else "default"
         console.print(f"[{style}]{escape(heading)}[/{style}]")
         slots: Slots = []
         for problem in group:
