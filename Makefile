@@ -101,7 +101,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	BENCH_LIVE_SIZE=$${BENCH_LIVE_SIZE:-small} $(BIN)/python bench/run.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

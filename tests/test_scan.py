@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import shutil
 import tarfile
@@ -299,3 +300,16 @@ def test_timeline_reports_the_input_notes_and_errors(tmp_path: Path) -> None:
         ("broken.yaml:2", "error"), ("monday.yaml:1", "note"), ("Lua health scripts", "note")}
     window = CliRunner().invoke(main, ["timeline", str(EXAMPLES / "argocd-basic"), "--around", "2000-01-01T00:00:00Z"])
     assert window.stdout.splitlines()[0].startswith("no timeline entry: none of the ")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_scan_leaves_garbage_collection_as_it_found_it(enabled: bool, tmp_path: Path) -> None:
+    """The log and audit passes run without cyclic collection, which is switched back on after them."""
+    snap = bundle_source.load([BUNDLES / "engine-basic"], tmp_path)
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        run_scan(snap, select_analyzers())
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

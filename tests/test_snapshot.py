@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
+import zstandard
 
 from argo_doctor.engine import run_scan, select_analyzers
-from argo_doctor.snapshot import Snapshot, image_version
+from argo_doctor.snapshot import DECODED_KEPT, Obj, Snapshot, image_version, pack
 from argo_doctor.sources import bundle
-from argo_doctor.sources.objects import RawObject
+from argo_doctor.sources.objects import LoadedObject, RawObject, object_head
 from tests.conftest import BUNDLES, EXAMPLES
 
 DUPLICATES = BUNDLES / "duplicate-objects"
@@ -267,3 +271,40 @@ def test_a_resource_version_too_long_for_an_integer_is_not_compared() -> None:
     huge = _copy("cm", "a.yaml:1", resourceVersion="9" * 5000, creationTimestamp="2026-11-20T10:00:00Z")
     other = _copy("cm", "b.yaml:1", resourceVersion="12", creationTimestamp="2026-11-20T09:00:00Z")
     assert _kept(huge, other)[0] == "a.yaml:1"  # by time, as when either is not an integer
+
+
+def test_a_packed_object_reads_the_same_and_shares_its_strings() -> None:
+    raw = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "x"},
+                                                          "ownerReferences": [{"kind": "ReplicaSet", "name": "r",
+                                                                               "controller": True}]}}
+    loaded = LoadedObject("pods.yaml:1", object_head(raw), msgspec.json.encode(raw))
+    packed = pack(loaded)
+    assert packed.head == loaded.head and zstandard.ZstdDecompressor().decompress(packed.body) == loaded.body
+    assert packed.head[1] is sys.intern("Pod") and packed.head[6][0]["kind"] is sys.intern("ReplicaSet")
+    snap = Snapshot("test")
+    snap.add_loaded(packed)
+    obj = snap.get("Pod", "p", "ns", "")
+    assert obj is not None and obj.raw == raw and obj.labels == {"app": "x"}
+
+
+def test_only_the_last_objects_decoded_stay_decoded() -> None:
+    snap = Snapshot("test")
+    for i in range(DECODED_KEPT + 1):
+        raw = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}"}, "data": {"i": str(i)}}
+        snap.add_loaded(pack(LoadedObject(f"cms.yaml:{i}", object_head(raw), msgspec.json.encode(raw))))
+    objs = list(snap.all())
+    assert [o.raw["data"]["i"] for o in objs] == [str(i) for i in range(DECODED_KEPT + 1)]
+    assert objs[0]._raw is None and objs[-1]._raw is not None  # the first was dropped when the last was decoded
+    assert objs[0].raw["data"] == {"i": "0"}  # and decodes again
+
+
+def test_a_component_is_found_by_its_template_labels_whatever_their_values(snap: Snapshot) -> None:
+    def workload(labels: dict[str, Any], name: str = "web") -> Obj:
+        return Obj.from_raw({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+                             "spec": {"template": {"metadata": {"labels": labels}}}}, "d.yaml:1")
+
+    assert snap.component_name(workload({"app.kubernetes.io/name": "argocd-repo-server"})) == "repo-server"
+    assert snap.component_name(workload({"app": ["argocd-repo-server"], "controller": {"x": 1}})) is None
+    assert snap.component_name(workload({}, "argocd-repo-server-5d9")) == "repo-server"
+    assert snap.component_of_pod("elsewhere", "argocd-repo-server-5d9-abc") == "repo-server"
+    assert snap.component_of_pod("elsewhere", "web-1") is None

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from argo_doctor.cli import main
 from argo_doctor.model import Finding, Ref, Severity
-from argo_doctor.report.groups import GROUP_MIN, group_findings, group_ids, pattern
+from argo_doctor.report.groups import GROUP_MIN, _blank_name, group_findings, group_ids, pattern
 from tests.report.contract import validate
 
 APPS = 1000
@@ -304,3 +304,15 @@ def test_a_summary_that_opens_with_the_title_gives_a_cause_without_it() -> None:
                 for i in range(GROUP_MIN)]
     (group,), _ = group_findings(findings)
     assert group.cause == 'Deployment "…" exceeded its progress deadline. No Application manages it.'
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("api api-2 x.api api.x api_ (api) api/api", "api"),
+    ("aa aaa a-a éa aé a…a", "a"),
+    ("shop/api shop/api-2 kind/shop/api.", "shop/api"),
+    ("", "x"),
+    ("x", "x"),
+])
+def test_a_name_is_blanked_where_the_pattern_of_its_edges_would_match(text: str, name: str) -> None:
+    expected = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", "…", text)
+    assert _blank_name(text, name) == expected

@@ -240,3 +240,61 @@ def test_a_fifo_in_place_of_a_log_is_refused_without_blocking(tmp_path: Path) ->
     done = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["repo-server.log: cannot read: not a regular file (a FIFO); skipped"]
+
+
+LAZY_LINES = [
+    '2026-11-20T15:02:55.123456789Z {"level":"error","msg":"boom","time":"2026-11-20T15:02:50Z","n":[1e2]}',
+    '2026-11-20T15:02:55Z time="2026-11-20T15:02:50Z" level=info msg="a \\"b\\"\\n" k=v',
+    "2026-11-20T15:02:55Z I1120 15:02:50.000001 1 x.go:1] klog time wins",
+    "2026-11-20T15:02:55Z E0230 10:00:00.000000 1 x.go:1] impossible klog date",
+    "2026-11-21T00:00:01+01:00 plain text 2026-01-01T00:00:00Z",
+    "2026-13-45T99:99:99Z {\"time\":\"2026-11-20T15:02:50Z\"}",
+    "2026-11-20T15:02:55Z {not json",
+    "2026-11-20T15:02:55Z ",
+    '{"ts":"2026-11-20T15:02:50+02:00","severity":"WARNING","message":"x"}',
+    'level=error msg=x time="2026-11-20T15:02:50Z" time=bad',
+    "W1120 15:02:50.1 7 y.go:2] no prefix",
+    "no time at all",
+    "",
+]
+
+
+@pytest.mark.parametrize("line", LAZY_LINES)
+@pytest.mark.parametrize("time_first", [True, False])
+def test_a_line_parsed_when_read_is_the_line_parse_line_makes(line: str, time_first: bool) -> None:
+    eager = parse_line(line, FILE, 3, REF)
+    lazy = LogRecord.unparsed(line, FILE, 3, REF)
+    assert not lazy.parsed
+    if time_first:
+        assert lazy.time == eager.time
+    assert (lazy.level, lazy.message, dict(lazy.fields), lazy.time) == (
+        eager.level, eager.message, dict(eager.fields), eager.time)
+    assert lazy == eager and repr(lazy) == repr(eager) and lazy.parsed
+
+
+def test_the_kubectl_prefix_gives_the_time_without_parsing_the_rest() -> None:
+    for line in LAZY_LINES[:2]:
+        lazy = LogRecord.unparsed(line, FILE, 3, REF)
+        assert lazy.time == datetime(2026, 11, 20, 15, 2, 55, 123456 if ".123" in line else 0, tzinfo=UTC)
+        assert not lazy.parsed
+    klog = LogRecord.unparsed(LAZY_LINES[2], FILE, 3, REF)
+    assert klog.time == datetime(2026, 11, 20, 15, 2, 50, 1, tzinfo=UTC) and klog.parsed
+
+
+def test_a_trimmed_record_keeps_the_line_and_time() -> None:
+    record = LogRecord.unparsed(LAZY_LINES[1], FILE, 3, REF).trimmed("short", {"k": "v"})
+    assert (record.message, dict(record.fields), record.level) == ("short", {"k": "v"}, "info")
+    assert record.raw == LAZY_LINES[1]
+    assert record.time == datetime(2026, 11, 20, 15, 2, 55, tzinfo=UTC) and record.location == "logs/argocd/p/c.log:3"
+
+
+def test_scanned_lines_are_the_lines_parse_line_makes(tmp_path: Path) -> None:
+    """Short lines reach the rules unparsed, long ones parsed: both as `parse_line` reads them."""
+    path = tmp_path / "c.log"
+    lines = [*LAZY_LINES, "2026-11-20T15:02:55Z level=error msg=" + "x" * 3000]
+    path.write_text("".join(f"{line} needle\n" for line in lines), encoding="utf-8")
+    got: list[LogRecord] = []
+    scan_logs([(LogFile(path, "c.log", "ns", "p", "c"), [LogSignature("n", b"needle")])],
+              lambda sig, record, match: got.append(record), [], REF, ScanStats(), workers=1)
+    log_file = LogFile(path, "c.log", "ns", "p", "c")
+    assert got == [parse_line(f"{line} needle", log_file, n, REF) for n, line in enumerate(lines, start=1)]

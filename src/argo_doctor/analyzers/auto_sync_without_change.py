@@ -11,9 +11,10 @@ sync, and what broke right after (calls to webhooks the sync reconfigured), as a
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any, NamedTuple
@@ -169,7 +170,7 @@ def _cache_key(message: str) -> str | None:
 def _line_keys(sig: str, record: LogRecord, match: re.Match[str] | None) -> list[str]:
     """The keys a kept line is found by: repo|path, release, or application name."""
     if sig == "argocd.manifest-cache-miss":
-        key = _cache_key(record.message)
+        key = _cache_key(record.message[:MAX_TEXT])  # a line kept unparsed is not trimmed yet
         return [key] if key is not None else []
     if sig == "argocd.helm-template":
         return [match.group("release")] if match is not None else []
@@ -183,6 +184,26 @@ def _line_keys(sig: str, record: LogRecord, match: re.Match[str] | None) -> list
 def _revision(entry: dict[str, Any]) -> str:
     revisions = as_list(entry.get("revisions"))
     return ",".join(str(r) for r in revisions) if revisions else str(entry.get("revision") or "")
+
+
+_Line = tuple[LogRecord, re.Match[str] | None]
+_UNTIMED = datetime.min.replace(tzinfo=UTC)
+
+
+def _line_time(line: _Line) -> datetime:
+    return line[0].time or _UNTIMED
+
+
+def _app_keys(app: Obj, sig: str) -> tuple[str, ...]:
+    """The keys that tie lines of `sig` to `app` (see `_line_keys`)."""
+    source = mapping(app.spec.get("source"))
+    if sig == "argocd.manifest-cache-miss":
+        return (f"{source.get('repoURL')}|{str(source.get('path') or '').strip('/')}",)
+    if sig == "argocd.helm-template":
+        return (str(mapping(source.get("helm")).get("releaseName") or app.name),)
+    if sig in ("argocd.operation-phase", "argocd.automated-sync"):
+        return (app.name, f"{app.namespace}/{app.name}")
+    return ("",)
 
 
 class AutoSyncWithoutChange(Analyzer):
@@ -207,16 +228,18 @@ class AutoSyncWithoutChange(Analyzer):
         self._writes = _Writes()
         self._lost: set[tuple[str, str]] = set()
         """Applications some of whose writes after the last deploy were not kept."""
-        self._index: dict[tuple[str, str], list[tuple[LogRecord, re.Match[str] | None]]] | None = None
+        self._index: dict[tuple[str, str], list[_Line]] | None = None
+        self._sorted: dict[tuple[str, tuple[str, ...]], tuple[list[datetime], list[_Line]]] = {}
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
         """Keep the lines (bounded) for correlation with each Application's syncs."""
         if record.time is None:
             return
-        if len(record.message) > MAX_TEXT or len(record.fields) > 1:
+        # a line not parsed yet is short (EXCERPT_LIMIT): kept as it is, and parsed only if read
+        if record.parsed and (len(record.message) > MAX_TEXT or len(record.fields) > 1):
             application = record.fields.get("application")
-            record = replace(record, message=record.message[:MAX_TEXT],
-                             fields={"application": application} if application is not None else {})
+            record = record.trimmed(record.message[:MAX_TEXT],
+                                    {"application": application} if application is not None else {})
         self._lines[signature.id].append((record, match))
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
@@ -319,7 +342,7 @@ class AutoSyncWithoutChange(Analyzer):
             end = last if end is None else max(end, last)
         return bursts
 
-    def _line_index(self) -> dict[tuple[str, str], list[tuple[LogRecord, re.Match[str] | None]]]:
+    def _line_index(self) -> dict[tuple[str, str], list[_Line]]:
         """The kept lines by (signature, the key that ties them to an app), built once."""
         if self._index is None:
             self._index = defaultdict(list)
@@ -329,27 +352,27 @@ class AutoSyncWithoutChange(Analyzer):
                         self._index[(sig, key)].append((record, match))
         return self._index
 
-    def _app_lines(self, app: Obj, sig: str) -> list[tuple[LogRecord, re.Match[str] | None]]:
-        source = mapping(app.spec.get("source"))
-        if sig == "argocd.manifest-cache-miss":
-            keys = [f"{source.get('repoURL')}|{str(source.get('path') or '').strip('/')}"]
-        elif sig == "argocd.helm-template":
-            keys = [str(mapping(source.get("helm")).get("releaseName") or app.name)]
-        elif sig in ("argocd.operation-phase", "argocd.automated-sync"):
-            keys = [app.name, f"{app.namespace}/{app.name}"]
-        else:
-            keys = [""]
-        index = self._line_index()
-        found = [line for key in keys for line in index.get((sig, key), [])]
-        found.sort(key=lambda line: line[0].time or datetime.min.replace(tzinfo=UTC))
-        return found
+    def _app_lines(self, app: Obj, sig: str) -> list[_Line]:
+        return self._timed(sig, _app_keys(app, sig))[1]
+
+    def _timed(self, sig: str, keys: tuple[str, ...]) -> tuple[list[datetime], list[_Line]]:
+        """The lines of `sig` under `keys` sorted by time (untimed first), with their times, built once: the lines of
+        the empty key are shared by every Application, and sorting them again for each would cost apps × lines."""
+        cached = self._sorted.get((sig, keys))
+        if cached is None:
+            index = self._line_index()
+            found = [line for key in keys for line in index.get((sig, key), [])]
+            found.sort(key=_line_time)
+            cached = self._sorted[(sig, keys)] = ([_line_time(line) for line in found], found)
+        return cached
 
     def _correlate(self, ctx: Context, app: Obj, instance: _Instance, webhook_names: set[str]) -> None:
         start = instance.start
 
-        def near(sig: str, low: timedelta, high: timedelta) -> list[tuple[LogRecord, re.Match[str] | None]]:
-            return [(r, m) for r, m in self._app_lines(app, sig)
-                    if r.time is not None and start - low <= r.time <= start + high]
+        def near(sig: str, low: timedelta, high: timedelta) -> list[_Line]:
+            times, lines = self._timed(sig, _app_keys(app, sig))
+            window = lines[bisect_left(times, start - low):bisect_right(times, start + high)]
+            return [(r, m) for r, m in window if r.time is not None]
 
         misses = near("argocd.manifest-cache-miss", BEFORE, timedelta(seconds=5))
         renders = near("argocd.helm-template", BEFORE, timedelta(seconds=5))
@@ -362,9 +385,9 @@ class AutoSyncWithoutChange(Analyzer):
         done = [r for r, m in phases if m is not None and m.group("phase") in ("Succeeded", "Failed", "Error")][:1]
         steps.extend(log_evidence(r) for r in (*running, *done))
         failures = [f for f in ctx.webhook_failures() if f.webhook in webhook_names and f.time is not None
-                    and start <= f.time <= start + AFTER]
+                    and start <= f.time <= start + AFTER] if webhook_names else []
         failure_logs = [r for r, _ in near("k8s.webhook-call-failed", timedelta(0), AFTER)
-                        if failed_webhook_name(r.raw) in webhook_names]
+                        if failed_webhook_name(r.raw) in webhook_names] if webhook_names else []
         firsts = sorted([*(f.evidence for f in failures), *(log_evidence(r) for r in failure_logs)],
                         key=lambda e: e.time or start)
         instance.failures = sorted({f.webhook for f in failures}

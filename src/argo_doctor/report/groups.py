@@ -32,7 +32,6 @@ _NUMBER = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)*(?![\w-])")
 """A number standing alone: `3 times`, `exit code 137`; not the digits of `x509`, `v1` or `30s`."""
 _PLURAL = re.compile(r"\bN (\w+?)s\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
-_NAME_EDGE = r"(?<![\w.-]){}(?![\w-])"
 _GROUP_ID = re.compile(r"(?P<rule>[\w.-]+):group:[0-9a-f]{12}")
 
 
@@ -79,8 +78,33 @@ def blank(text: str, finding: Finding) -> str:
     for ref in finding.objects:
         names.update(n for n in (str(ref), f"{ref.namespace}/{ref.name}" if ref.namespace else "", ref.name) if n)
     for name in sorted(names, key=len, reverse=True):
-        text = re.sub(_NAME_EDGE.format(re.escape(name)), "…", text)
+        text = _blank_name(text, name)
     return _NUMBER.sub("N", text)
+
+
+def _blank_name(text: str, name: str) -> str:
+    """`text` with each occurrence of `name` that stands alone (not after a word character, `.` or `-`, not before
+    a word character or `-`) as `…`: what `re.sub` of the name between those lookarounds does, without compiling
+    a pattern for each of the thousands of names of a large installation."""
+    parts: list[str] = []
+    start = 0
+    at = text.find(name)
+    while at >= 0:
+        end = at + len(name)
+        before = text[at - 1] if at else ""
+        after = text[end] if end < len(text) else ""
+        if not (before and (_word(before) or before in ".-")) and not (after and (_word(after) or after == "-")):
+            parts += (text[start:at], "…")
+            start = end
+            at = text.find(name, end)
+        else:
+            at = text.find(name, at + 1)
+    return "".join((*parts, text[start:])) if parts else text
+
+
+def _word(char: str) -> bool:
+    """Whether `char` is what `\\w` matches in a str pattern (a letter, a digit or `_`)."""
+    return char.isalnum() or char == "_"
 
 
 def pattern(finding: Finding) -> str:

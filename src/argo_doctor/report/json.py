@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import IO, Any
 
@@ -16,14 +17,32 @@ from argo_doctor.sources.redact import SecretScrubber, clean
 from argo_doctor.timeutil import format_time
 
 SCHEMA_VERSION = 1
-_UNESCAPED_CONTROL = re.compile(r"[\x7f-\x9f]")
+_UNESCAPED_CONTROL = re.compile(rb"\x7f|\xc2[\x80-\x9f]")
+"""DEL and the C1 controls, in UTF-8 (0xC2 is never a continuation byte, so this matches those characters only)."""
+_WRITE_CHUNK = 1 << 20
+
+
+def _formatted(doc: Any) -> bytes:
+    """A JSON document pretty-printed in UTF-8, with DEL and the C1 controls escaped as well (JSON requires it of
+    the C0 ones only, and a terminal would act on a raw CSI)."""
+    return _UNESCAPED_CONTROL.sub(lambda m: f"\\u{ord(m.group().decode()):04x}".encode(),
+                                  msgspec.json.format(msgspec.json.encode(doc), indent=2))
 
 
 def dumps(doc: Any) -> str:
-    """A JSON document pretty-printed, with DEL and the C1 controls escaped as well (JSON requires it of
-    the C0 ones only, and a terminal would act on a raw CSI)."""
-    text = msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
-    return _UNESCAPED_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """A JSON document pretty-printed, DEL and the C1 controls escaped (`_formatted`)."""
+    return _formatted(doc).decode()
+
+
+def write(doc: Any, out: IO[str]) -> None:
+    """`dumps` of the document written to `out` in pieces, so that the text of a large report is never held
+    whole (its UTF-8 bytes are, once)."""
+    data = _formatted(doc)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    for start in range(0, len(data), _WRITE_CHUNK):
+        out.write(decoder.decode(view[start:start + _WRITE_CHUNK]))
+    out.write(decoder.decode(b"", final=True))
 
 
 def encode(doc: Any, scrubber: SecretScrubber | None = None) -> str:
@@ -113,10 +132,14 @@ def document(result: ScanResult) -> dict[str, Any]:
         "timeline": [timeline_json(t) for t in result.timeline],
         "errors": [problem_json(p) for p in result.problems],
     }
-    return clean(doc, snap.scrubber)
+    if not result.redacted:
+        return clean(doc, snap.scrubber)
+    # findings and errors hold the redacted strings as they are (ids, times and severities besides): not again
+    done = clean({key: value for key, value in doc.items() if key not in ("findings", "errors")}, snap.scrubber)
+    return {key: done.get(key, value) for key, value in doc.items()}
 
 
 def render(result: ScanResult, out: IO[str], options: ReportOptions | None = None) -> None:
     """Write the JSON document, pretty-printed."""
-    out.write(dumps(document(result)))
+    write(document(result), out)
     out.write("\n")

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, cast
 
 from argo_doctor.errors import InputError
 from argo_doctor.model import Problem
-from argo_doctor.snapshot import Snapshot
+from argo_doctor.snapshot import Snapshot, pack
 from argo_doctor.sources import dump
 from argo_doctor.sources.audit import AuditFile
 from argo_doctor.sources.files import UnsafeInput, exists, is_dir, open_input
@@ -635,7 +635,7 @@ def _load_objects(snap: Snapshot, jobs: Sequence[ObjectJob], given: str) -> None
         if workers > 1 and total >= PARALLEL_OBJECT_BYTES:
             _index_all(snap, _parallel_loads(files, workers))
         else:
-            _index_all(snap, map(load_object_file, files))
+            _index_all(snap, map(_load_packed, files))
     finally:
         if was_enabled:
             gc.enable()
@@ -649,7 +649,7 @@ def _parallel_loads(files: Sequence[ObjectJob], workers: int) -> Iterator[FileLo
     context = get_context("fork")
     alone: ProcessPoolExecutor | None = None
     with ProcessPoolExecutor(workers, mp_context=context, initializer=gc.disable) as pool:
-        futures = [pool.submit(load_object_file, job) for job in files]
+        futures = [pool.submit(_load_packed, job) for job in files]
         try:
             for job, future in zip(files, futures, strict=True):
                 try:
@@ -659,7 +659,7 @@ def _parallel_loads(files: Sequence[ObjectJob], workers: int) -> Iterator[FileLo
                     pass
                 alone = alone or ProcessPoolExecutor(1, mp_context=context, initializer=gc.disable)
                 try:
-                    yield alone.submit(load_object_file, job).result()
+                    yield alone.submit(_load_packed, job).result()
                 except BrokenProcessPool:
                     alone.shutdown()
                     alone = None
@@ -668,6 +668,13 @@ def _parallel_loads(files: Sequence[ObjectJob], workers: int) -> Iterator[FileLo
         finally:
             if alone is not None:
                 alone.shutdown()
+
+
+def _load_packed(job: ObjectJob) -> FileLoad:
+    """`load_object_file` with each object `pack`ed (run in a worker, so that compression is done there)."""
+    load = load_object_file(job)
+    load.objects = [pack(loaded) for loaded in load.objects]
+    return load
 
 
 def _index_all(snap: Snapshot, loads: Iterable[FileLoad]) -> None:
