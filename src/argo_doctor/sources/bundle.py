@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, cast
 
 from argo_doctor.errors import InputError
 from argo_doctor.model import Problem
-from argo_doctor.snapshot import Snapshot, pack
+from argo_doctor.snapshot import Snapshot, gc_paused, pack
 from argo_doctor.sources import dump
 from argo_doctor.sources.audit import AuditFile
 from argo_doctor.sources.files import UnsafeInput, exists, is_dir, open_input
@@ -628,17 +628,11 @@ def _load_objects(snap: Snapshot, jobs: Sequence[ObjectJob], given: str) -> None
         with contextlib.suppress(OSError):  # the reader says why
             total += job[0].stat().st_size
     workers = min(os.cpu_count() or 1, len(files))
-    # Objects live as long as the scan: the cyclic GC would walk them again and again for nothing.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():  # objects live as long as the scan
         if workers > 1 and total >= PARALLEL_OBJECT_BYTES:
             _index_all(snap, _parallel_loads(files, workers))
         else:
             _index_all(snap, map(_load_packed, files))
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _parallel_loads(files: Sequence[ObjectJob], workers: int) -> Iterator[FileLoad]:

@@ -17,7 +17,6 @@ reads it, as it reads any other request that failed.
 from __future__ import annotations
 
 import email.utils
-import gc
 import os
 import random
 import threading
@@ -40,7 +39,7 @@ from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 from argo_doctor import __version__
 from argo_doctor.errors import ConfigError, InputError
 from argo_doctor.model import Needs
-from argo_doctor.snapshot import Obj, Snapshot
+from argo_doctor.snapshot import Obj, Snapshot, gc_paused
 from argo_doctor.sources.objects import RawObject, as_int, as_list, mapping
 
 PAGE_SIZE = 500
@@ -347,13 +346,8 @@ class Collector:
     # -- the phases ---------------------------------------------------------------------------
     def run(self) -> Collected:
         """Collect everything; never raises for a request that failed (it is recorded as skipped)."""
-        was_enabled = gc.isenabled()
-        gc.disable()  # pages of JSON allocate millions of objects that live until written: no cycles to find
-        try:
+        with gc_paused():  # pages of JSON allocate millions of objects that live until written
             return self._run()
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def _run(self) -> Collected:
         (self.root / "objects").mkdir(parents=True, exist_ok=True)
