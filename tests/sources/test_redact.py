@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from argo_doctor.health import HealthStatus
+from argo_doctor.sources import redact as redact_module
 from argo_doctor.sources.redact import (
     Redactor,
     SecretScrubber,
@@ -271,3 +274,39 @@ def test_values_named_like_credentials_are_masked_and_references_kept() -> None:
     assert helm["valuesObject"] == {"api": {"token": "<redacted>"}, "auth": {"existingSecret": "db/creds"}}
     assert done["status"] is app["status"]  # identifiers are no base64 blobs
     assert redactor.counts == Counter({"annotation": 1, "helm-value": 3})
+
+
+def _every_pattern(text: str, counts: Counter[str]) -> str:
+    """The patterns without their needles: each one run on every text (what the needles may only speed up)."""
+    for kind, _, pattern, repl in redact_module._PATTERNS:
+        text = pattern.sub(redact_module._counting(kind, repl, counts), text)
+    return text
+
+
+_PIECES = (
+    "password", "PassWord", "pa\u017fsword", "TOKEN", "to\u212aen", "\u017fecret", "\u0130", "credentials", "pwd",
+    "passphrase", "identitytoken", "client_secret", "api-key", "Authorization: ", "Bearer ", "basic ",
+    '"auth":"', '\\"auth\\":\\"', '(now "', "(already ", "=", ": ", '"', "'", " ", "\n", "AKIAABCDEFGHIJKLMNOP",
+    "ghp_" + "a1" * 15, "xoxb-1234567890ab", JWT, "://user:pw@host", KEY, "QmFzZTY0" * 9, "s3cr3tValue+/9",
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=12)), max_size=10))
+def test_needles_never_skip_a_match(parts: list[str]) -> None:
+    """A pattern skipped for want of its needle could not have matched, whatever the case folding (the long s and the
+    dotted capital I fold to ASCII letters in the regex engine, not in str.lower)."""
+    text = "".join(parts)
+    expected_counts: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
+    assert redact_module._patterns(text, counts) == _every_pattern(text, expected_counts)
+    assert counts == expected_counts
+
+
+@pytest.mark.parametrize(
+    "text", ["pa\u017fsword=hunter2hunter2", "credent\u0130al=abcdef123456", "\u017fecret: 'x1y2z3w4'"]
+)
+def test_case_folding_beyond_ascii(text: str) -> None:
+    """The regex engine folds these to `password`, `credential`, `secret`: the value is hidden as for the ASCII name."""
+    assert redact_text(text) == _every_pattern(text, Counter())
+    assert "<redacted>" in redact_text(text)

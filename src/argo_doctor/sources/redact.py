@@ -23,7 +23,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 T = TypeVar("T")
 _Repl = str | Callable[[re.Match[str]], str]
@@ -132,18 +132,32 @@ _SEP = r"(\\*[\"']?[ \t]*[=:][ \t]*\[?)"  # `=`, `: `, `":` (also JSON-escaped i
 _TIMESTAMP = r"[ \t]*(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)\s+)?"
 """The `kubectl logs --timestamps` prefix a log line may start with."""
 
-_PATTERNS: tuple[tuple[str, str, re.Pattern[str], _Repl], ...] = (
-    # (kind of secret, needle, pattern, replacement): a pattern runs only on a text that holds its needle (a cheap
-    # `in` spares the regex engine a walk over the text). No pattern tries more than one start inside a run of the
+
+class _Needles(NamedTuple):
+    """Strings one of which every match of a pattern holds: a pattern runs only on a text that holds one (a cheap
+    `in` spares the regex engine a walk over the text). With `fold`, they are lower case and looked for in the
+    lower-cased text, as the pattern ignores case; in a text that is not ASCII they count as found, since the regex
+    engine's case folding goes beyond `str.lower` there (the long s, the dotted capital I)."""
+
+    words: tuple[str, ...]
+    fold: bool = False
+
+
+_RUN = "<base64 run>"
+"""The needle of the base64 patterns: a run of 16 base64 characters (`_BASE64_RUN`)."""
+_BASE64_RUN = re.compile(rf"[{_B64}]{{16}}")
+
+_PATTERNS: tuple[tuple[str, _Needles, re.Pattern[str], _Repl], ...] = (
+    # (kind of secret, needles, pattern, replacement). No pattern tries more than one start inside a run of the
     # characters it scans (a name, a base64 run, backslashes), so that the work stays linear in the text's length.
     (
-        "private-key", "PRIVATE KEY-----",
+        "private-key", _Needles(("PRIVATE KEY-----",)),
         re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S),
         "<redacted private key>",
     ),
     # the end of a key whose BEGIN line is not in the text (the last lines of a log), with the body before it
     (
-        "private-key", "PRIVATE KEY-----",
+        "private-key", _Needles(("PRIVATE KEY-----",)),
         re.compile(
             rf"(?:(?:^|(?<=\s)|(?<=\\n))[{_B64}]{{4,}}={{0,2}}(?:\s|\\n)+){{0,2}}-----END [A-Z0-9 ]*PRIVATE KEY-----"
         ),
@@ -151,27 +165,31 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], _Repl], ...] = (
     ),
     # a JWT, looked for from the first `eyJ` at a word start of a run of base64url characters
     (
-        "jwt", "eyJ",
+        "jwt", _Needles(("eyJ",)),
         re.compile(r"(?<![A-Za-z0-9_-])(?>([A-Za-z0-9_-]*?)\beyJ)[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\."
                    r"[A-Za-z0-9_-]*+"),
         r"\1<redacted jwt>",
     ),
-    ("token", "", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("token", _Needles(("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
      "<redacted github token>"),
-    ("token", "", re.compile(r"\b(?:glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})"),
+    ("token", _Needles(("glpat-", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "AIza")),
+     re.compile(r"\b(?:glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})"),
      "<redacted token>"),
     # an AWS key id, and the secret access key written right after it (`AKIA… wJalr…`, `AKIA…:wJalr…`)
     (
-        "aws-key", "",
+        "aws-key", _Needles(("AKIA", "ASIA")),
         re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b(?:([\s\"',:;=|\\]{1,8})[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))?"),
         lambda m: "<redacted aws key id>" + (f"{m.group(1)}<redacted aws secret>" if m.group(1) else ""),
     ),
     # a base64 run as long as a PEM body line (64) or longer, of random bytes: a key or secret blob
-    ("base64-blob", "", re.compile(rf"(?<![{_B64}_.-])[{_B64}]{{60,}}={{0,2}}(?![{_B64}=_.-])"), _base64_run),
+    ("base64-blob", _Needles((_RUN,)), re.compile(rf"(?<![{_B64}_.-])[{_B64}]{{60,}}={{0,2}}(?![{_B64}=_.-])"),
+     _base64_run),
     # a log line that is nothing but base64 (after its timestamp): e.g. the last line of a PEM body
-    ("base64-blob", "", re.compile(rf"(?m)^({_TIMESTAMP})([{_B64}]{{16,}}={{0,2}})[ \t\r]*$"), _base64_line),
+    ("base64-blob", _Needles((_RUN,)), re.compile(rf"(?m)^({_TIMESTAMP})([{_B64}]{{16,}}={{0,2}})[ \t\r]*$"),
+     _base64_line),
     (
-        "authorization", "",
+        "authorization", _Needles(("authorization",), fold=True),
         re.compile(
             r"(?i)((?<![A-Za-z0-9])(?:proxy-)?authorization\\*[\"']?\s*[=:]\s*\[?\\*[\"']?)"
             rf"{_NOT_REDACTED}([A-Za-z][A-Za-z0-9-]*\s+)?{_NOT_REDACTED}([^\s\"'\],;\\]+)"
@@ -180,21 +198,21 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], _Repl], ...] = (
     ),
     (
         # a credential after Bearer/Basic anywhere, when it is not a word ("basic authentication")
-        "authorization", "",
+        "authorization", _Needles(("bearer", "basic"), fold=True),
         re.compile(r"\b((?i:bearer|basic))\s+(?=[A-Za-z0-9._~+/=-]*(?:[0-9+/=]|[A-Z][a-z]|[a-z][A-Z]))"
                    r"[A-Za-z0-9._~+/=-]{12,}"),
         r"\1 <redacted>",
     ),
     # a password in a URL: `scheme://user:password@host`, the password possibly holding `/` (not a `:port/`)
     (
-        "url-password", "://",
+        "url-password", _Needles(("://",)),
         re.compile(r"(://[^/\s:@\"']+:)(?!\d+(?:/|$))" + _NOT_REDACTED + r"(?:(?!://)[^@\s\"'])+@"),
         r"\1<redacted>@",
     ),
     # password-like names: any value, quoted, escaped-quoted or bare (`password="x"`, `DB_PASSWORD=x`,
     # `pgpassword: x`, `{\"password\":\"x\"}` inside a JSON-escaped log message)
     (
-        "password", "",
+        "password", _Needles(("password", "passwd", "passphrase", "pwd"), fold=True),
         re.compile(
             r"(?i)((?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd)" + _KEY_END + ")"
             + _SEP + r"(\\*[\"'])?" + _NOT_REDACTED + r"((?(3)(?:(?!\3).)*|[^\s,;&\"'}\]\\]+))"
@@ -203,7 +221,7 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], _Repl], ...] = (
     ),
     # secret/token/key-like names: see _secret_value
     (
-        "secret-field", "",
+        "secret-field", _Needles(("secret", "token", "key", "credential", "auth"), fold=True),
         re.compile(
             r"((?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*"
             r"(?i:secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|\bauth)" + _KEY_END + ")"
@@ -213,21 +231,22 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], _Repl], ...] = (
     ),
     # a JSON field named like a secret, possibly JSON-escaped: any value
     (
-        "secret-field", "",
+        "secret-field", _Needles(("secret", "token", "key"), fold=True),
         re.compile(
             r"(?i)((?<!\\)\\*\"([A-Za-z0-9_.-]*(?:secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"
             r"identitytoken))\\*\"\s*:\s*(\\*\"))" + _NOT_REDACTED + r"((?:(?!\3).)*)"
         ),
         _json_secret_value,
     ),
-    ("secret-field", "", re.compile(r"(?i)((?<!\\)\\*\"auth\\*\"\s*:\s*(\\*\"))" + _NOT_REDACTED + r"(?:(?!\2).)*"),
+    ("secret-field", _Needles(('"auth',), fold=True),
+     re.compile(r"(?i)((?<!\\)\\*\"auth\\*\"\s*:\s*(\\*\"))" + _NOT_REDACTED + r"(?:(?!\2).)*"),
      r"\1<redacted>"),
     # the current value of a chart setting named like a credential, as helm-check words it:
     # `set adminPassword (now "…")`, `set auth.token to something other than "x" (already "…")`; an empty or
     # absent value (`""`, `unset`, `null`, `false`, `{}`, `[]`) holds no secret and stays, so that it does not
     # read as one being set
     (
-        "secret-field", "",
+        "secret-field", _Needles(("(now ", "(already "), fold=True),
         re.compile(
             r"(?i)((?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"
             r"credentials?)(?![A-Za-z0-9])[^()\n]{0,80}?\((?:now|already) )" + _NOT_REDACTED
@@ -240,11 +259,21 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], _Repl], ...] = (
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-_TRIGGER = re.compile(
-    r"(?i)pass|pwd|secret|token|key|credential|auth|bearer|basic|-----|eyJ|gh[pousr]_|github_pat_|glpat-|xox[abprs]-"
-    rf"|AIza|AKIA|ASIA|://|[{_B64}]{{16}}"
-)
-"""Something every pattern needs: a text without it is returned as it is, without running them all."""
+_FOLDED_WORDS = tuple(dict.fromkeys(w for _, n, _, _ in _PATTERNS if n.fold for w in n.words))
+_EXACT_WORDS = tuple(dict.fromkeys(w for _, n, _, _ in _PATTERNS if not n.fold for w in n.words if w != _RUN))
+
+
+def _needles_in(text: str) -> frozenset[str]:
+    """The needles of the patterns that `text` holds (see `_Needles`)."""
+    if text.isascii():
+        lowered = text.lower()
+        found = [word for word in _FOLDED_WORDS if word in lowered]
+    else:
+        found = list(_FOLDED_WORDS)
+    found += [word for word in _EXACT_WORDS if word in text]
+    if _BASE64_RUN.search(text):
+        found.append(_RUN)
+    return frozenset(found)
 
 
 def redact_text(text: str) -> str:
@@ -254,11 +283,15 @@ def redact_text(text: str) -> str:
 
 def _patterns(text: str, counts: Counter[str] | None) -> str:
     """`text` through every pattern; each replacement counted in `counts` by kind of secret when it is given."""
-    if not _TRIGGER.search(text):
+    needles = _needles_in(text)
+    if not needles:
         return text
-    for kind, needle, pattern, repl in _PATTERNS:
-        if needle in text:
-            text = pattern.sub(repl if counts is None else _counting(kind, repl, counts), text)
+    for kind, wanted, pattern, repl in _PATTERNS:
+        if not needles.isdisjoint(wanted.words):
+            done = pattern.sub(repl if counts is None else _counting(kind, repl, counts), text)
+            if done != text:
+                text = done
+                needles = _needles_in(text)
     return text
 
 
