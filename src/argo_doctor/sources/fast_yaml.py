@@ -57,9 +57,10 @@ _KEY = _plain(rb"\n", rb"[-+]?[.0-9]", block=True)
 in the document with its spaces removed, where the first character of each line follows its line break."""
 _FLOW = _plain(rb"[\[{,]", _NUMBER, block=True)
 """A plain scalar in a flow collection (in the document without spaces too)."""
-_FILE_UNSUPPORTED = (b"\t", b"\r", b"\n...", b"\n%", b"\xef\xbb\xbf")
-"""Tabs, carriage returns, document end markers (and lines starting with dots), directives and a BOM anywhere send
-the whole file to PyYAML."""
+_FILE_UNSUPPORTED = (b"\t", b"\r", b"\xef\xbb\xbf")
+_LINE_UNSUPPORTED = (b"...", b"%")
+"""Tabs, carriage returns and a BOM anywhere, and document end markers (and lines starting with dots) and directives
+at the start of a line send the whole file to PyYAML."""
 _NOT_PLAIN_TEXT = re.compile("[\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 """NEL, LS and PS (line breaks in YAML 1.1 only), other C1 controls, a BOM and non-characters."""
 _CONTROL = bytes(range(0x09)) + b"\x0b\x0c" + bytes(range(0x0e, 0x20)) + b"\x7f"
@@ -71,11 +72,19 @@ _LINE_CONTENT = re.compile(rb"[ \t]*([^ \t\r\n#])")
 
 def file_supported(data: bytes) -> bool:
     """Whether the documents of this file may take the fast path (else the whole file goes to PyYAML)."""
-    if data.startswith((b"%", b"...")) or any(marker in data for marker in _FILE_UNSUPPORTED):
+    if any(marker in data for marker in _FILE_UNSUPPORTED) or any(_starts_line(data, m) for m in _LINE_UNSUPPORTED):
         return False
     if len(data.translate(None, _CONTROL)) != len(data):
         return False
     return data.isascii() or not _NOT_PLAIN_TEXT.search(data.decode("utf-8", errors="replace"))
+
+
+def _starts_line(data: bytes, marker: bytes) -> bool:
+    """Whether `marker` starts a line of `data` (looked for alone: a line break is too common a first byte)."""
+    at = data.find(marker)
+    while at > 0 and data[at - 1] != 0x0A:
+        at = data.find(marker, at + 1)
+    return at >= 0
 
 
 def document_spans(data: bytes) -> list[tuple[int, int]]:
@@ -115,33 +124,43 @@ def load(chunk: bytes) -> Any:
 def _block_in_flow(chunk: bytes) -> bool:
     """Whether a block scalar indicator after `: ` or `- ` may stand in a flow collection (PyYAML refuses it, yaml-rs
     reads it as text): its line has a `[`, `{` or `,` before it, or the line before it (comments and blank lines
-    skipped) ends with one."""
-    for match in _BLOCK_INDICATOR.finditer(chunk):
-        before = match.start()
-        while before > 0 and chunk[before - 1] == 0x20:
-            before -= 1
-        if before == match.start() or chunk[before - 1:before] not in (b":", b"-"):
-            continue
-        start = chunk.rfind(b"\n", 0, match.start()) + 1
-        if any(mark in chunk[start:match.start()] for mark in (b"[", b"{", b",")):
-            return True
-        while start > 0:
-            before = chunk.rfind(b"\n", 0, start - 1) + 1
-            line = chunk[before:start - 1].strip()
-            start = before
-            if line and not line.startswith(b"#"):
-                if line.endswith((b"[", b"{", b",")):
-                    return True
-                break
+    skipped) ends with one. The indicators are found with `bytes.find`, many times faster than a regex here."""
+    for indicator in (b"|", b">"):
+        at = chunk.find(indicator)
+        while at >= 0:
+            if _after_value(chunk, at) and _in_flow(chunk, at):
+                return True
+            at = chunk.find(indicator, at + 1)
     return False
 
 
-_BLOCK_INDICATOR = re.compile(rb"[|>]")
+def _after_value(chunk: bytes, at: int) -> bool:
+    """Whether the byte at `at` follows `:` or `-` and at least one space."""
+    before = at
+    while before > 0 and chunk[before - 1] == 0x20:
+        before -= 1
+    return before < at and chunk[before - 1:before] in (b":", b"-")
+
+
+def _in_flow(chunk: bytes, at: int) -> bool:
+    """Whether the line of `at` has a `[`, `{` or `,` before it, or the line before (comments and blank lines
+    skipped) ends with one."""
+    start = chunk.rfind(b"\n", 0, at) + 1
+    if any(mark in chunk[start:at] for mark in (b"[", b"{", b",")):
+        return True
+    while start > 0:
+        before = chunk.rfind(b"\n", 0, start - 1) + 1
+        line = chunk[before:start - 1].strip()
+        start = before
+        if line and not line.startswith(b"#"):
+            return line.endswith((b"[", b"{", b","))
+    return False
 
 
 def _has_flow(packed: bytes) -> bool:
     """Whether a document without spaces has a flow collection that is not empty (else no comma is an indicator)."""
-    return packed.count(b"[") != packed.count(b"[]") or packed.count(b"{") != packed.count(b"{}")
+    brackets, braces = packed.count(b"["), packed.count(b"{")  # the pairs are counted only where there are some
+    return (brackets > 0 and brackets != packed.count(b"[]")) or (braces > 0 and braces != packed.count(b"{}"))
 
 
 _KEY_CHECK = msgspec.json.Encoder()
