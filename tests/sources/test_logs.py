@@ -256,6 +256,15 @@ LAZY_LINES = [
     "W1120 15:02:50.1 7 y.go:2] no prefix",
     "no time at all",
     "",
+    '{"time":[1],"msg":"a time that is not text"}',
+    '{"x":1e999,"time":"2026-11-20T15:02:50Z"}',
+    '{"level":"info","ts":"2026-11-20T15:02:50+02:00","time":"2026-11-20T15:02:51Z"}',
+    '{"msg":"no time field 2026-11-20T15:02:50Z"}',
+    '{broken json 2026-11-20T15:02:50Z',
+    'time=a msg="time=b"',
+    'time="2026-11-20T15:02:50Z" level=info msg="x" time="2026-11-20T15:02:51Z"',
+    'level=info time="2026-11-20T15:02:50\\"Z" msg=y',
+    'time=2026-11-20T15:02:50Z"quoted" msg=z',
 ]
 
 

@@ -42,6 +42,8 @@ _LOGFMT_TOKEN = re.compile(
 regex would retry inside every long token without `=`: quadratic (40 s for a 100 KB line). A quoted value
 is read as runs of plain characters between escapes (`"[^"\\]*(?:\\.[^"\\]*)*"`), twice as fast as one
 alternation per character."""
+_LOGFMT_TIME = re.compile(r'time=("[^"\\]*+(?:\\.[^"\\]*+)*+"|[^\s"]*+)')
+"""The value of a logfmt line's first field when it is `time`, as `_LOGFMT_TOKEN` reads it."""
 _KLOG = re.compile(r"([IWEF])(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?\s+\d+ ([^\]]*)\] ?(.*)", re.S)
 _ANY_TIME = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?")
 _KLOG_LEVELS = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
@@ -75,9 +77,10 @@ class LogRecord:
     """One log line: where it is, its excerpt, and its time, level, message and fields.
 
     A line the log pass dispatches is parsed on first use of its level, message or fields, and its time
-    is read from the `kubectl --timestamps` prefix alone when the rest cannot change it: a rule that
-    sees tens of thousands of lines and keeps the last few thousand does not pay for the others. Such a
-    line is at most EXCERPT_LIMIT characters, so it holds no more than its excerpt until it is parsed.
+    is read from the `kubectl --timestamps` prefix alone when the rest cannot change it, else from the
+    time field of a JSON or logfmt line alone: a rule that sees tens of thousands of lines and keeps the
+    last few thousand does not pay for the others. Such a line is at most EXCERPT_LIMIT characters, so
+    it holds no more than its excerpt until it is parsed.
     """
 
     __slots__ = ("_parsed", "_reference", "_text", "_time", "file", "line", "raw")
@@ -126,7 +129,7 @@ class LogRecord:
         replaces it, else a time found in the line."""
         if self._time is _UNSET:
             assert self._text is not None
-            known, time = _prefix_time(self._text)
+            known, time = _quick_time(self._text)
             self._time = time if known else self._fields()[0]
         return self._time
 
@@ -205,17 +208,42 @@ def parse_line(text: str, file: LogFile, line: int, reference: datetime) -> LogR
     return LogRecord(file, line, time, level, message, fields, text[:EXCERPT_LIMIT])
 
 
-def _prefix_time(text: str) -> tuple[bool, datetime | None]:
-    """(True, the time of the line's `kubectl --timestamps` prefix) when the rest of the line cannot replace
-    it (a klog line's own time does), the time `_parse` finds; else (False, None)."""
+def _quick_time(text: str) -> tuple[bool, datetime | None]:
+    """(True, the time `_parse` finds) when it is read without the rest of the line: the `kubectl --timestamps`
+    prefix when the rest cannot replace it (a klog line's own time does), else the time field of a JSON or logfmt
+    line, read without unquoting the other fields; else (False, None)."""
     prefix = _KUBECTL_PREFIX.match(text)
     if prefix is None:
+        body = text.strip()
+        if body.startswith("{"):
+            try:
+                decoded: Any = msgspec.json.decode(body)
+            except msgspec.DecodeError:
+                return True, None
+            return True, _json_time(decoded) if isinstance(decoded, dict) else None
+        if body.startswith(("time=", "level=")):
+            first = _LOGFMT_TIME.match(body) if body.count("time=") == 1 else None  # the only time field, first
+            values = [first.group(1)] if first else [v for k, v in _LOGFMT_TOKEN.findall(body) if k == "time"]
+            return True, parse_time(_unquote(values[-1])) if values else None
         return False, None
     time = parse_time(prefix.group(1))
     body = text[prefix.end():].strip()
     if time is None or (not body.startswith(("{", "time=", "level=")) and _KLOG.match(body)):
         return False, None
     return True, time
+
+
+def _json_text(value: Any) -> str:
+    """A JSON line's field as text: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else msgspec.json.encode(value).decode()
+
+
+def _json_time(fields: dict[Any, Any]) -> datetime | None:
+    """The time of a JSON line's fields: its first time key's (`_JSON_TIME_KEYS`)."""
+    for key in _JSON_TIME_KEYS:
+        if key in fields:
+            return parse_time(_json_text(fields[key]))
+    return None
 
 
 def _parse(text: str, reference: datetime) -> _Parsed:
@@ -235,13 +263,10 @@ def _parse(text: str, reference: datetime) -> _Parsed:
         except msgspec.DecodeError:
             decoded = None
         if isinstance(decoded, dict):
-            fields = {str(k): v if isinstance(v, str) else msgspec.json.encode(v).decode() for k, v in decoded.items()}
+            fields = {str(k): _json_text(v) for k, v in decoded.items()}
             message = fields.pop("msg", "") or fields.pop("message", "")
             level = fields.pop("level", "") or fields.pop("severity", "") or None
-            for key in _JSON_TIME_KEYS:
-                if key in fields:
-                    time = time or parse_time(fields[key])
-                    break
+            time = time or _json_time(fields)
     elif body.startswith(("time=", "level=")):
         fields = logfmt_fields(body)
         message = fields.pop("msg", "")
