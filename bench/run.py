@@ -38,7 +38,8 @@ import msgspec
 import yaml
 from generate import STAMP_NAME, format_size, parse_size
 
-from argo_doctor.sources.live import DEFAULT_MAX_LOG_BYTES, NAMESPACE_KINDS, PAGE_SIZE
+from argo_doctor.model import DEFAULT_MAX_LOG_BYTES
+from argo_doctor.sources.live import NAMESPACE_KINDS, PAGE_SIZE
 from live import SIZES, LiveError, LiveReport, TreeWatch, command_context, run_live
 
 BENCH = Path(__file__).resolve().parent

@@ -6,6 +6,8 @@ import base64
 import gc
 import json
 import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -313,3 +315,24 @@ def test_the_scan_leaves_garbage_collection_as_it_found_it(enabled: bool, tmp_pa
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+
+CLIENT_PACKAGES = ("httpx", "httpx2", "lightkube", "jwt", "psycopg", "starlette", "uvicorn", "cryptography")
+"""What only `--live`, `fix`, `serve`, `audit`, `github-app` and the Lua-script download use."""
+
+
+def test_a_scan_of_files_imports_no_client_package() -> None:
+    """`scan` of a bundle starts without the HTTP clients, database driver and web server (a third of its start-up)."""
+    script = (
+        "import sys\n"
+        "from argo_doctor.cli import main\n"
+        "try:\n"
+        f"    main(['scan', {str(EXAMPLES / 'incidents' / 'stuck-rollout')!r}, '-o', 'json'])\n"
+        "finally:\n"
+        f"    print(sorted({{m.partition('.')[0] for m in sys.modules}} & set({CLIENT_PACKAGES!r})), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr  # findings
+    assert json.loads(done.stdout)["findings"]
+    assert done.stderr.splitlines()[-1] == "[]"

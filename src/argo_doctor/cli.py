@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
@@ -33,25 +33,17 @@ from argo_doctor.engine import (
     signatures_for,
 )
 from argo_doctor.errors import ArgoDoctorError, ConfigError
-from argo_doctor.github import app as github_app
+from argo_doctor.github import DEFAULT_API_URL
 from argo_doctor.health import ARGOCD_PARITY
 from argo_doctor.health import cache as lua_cache
-from argo_doctor.model import Needs, Problem, Severity
-from argo_doctor.remediate.kube import KubeClient
+from argo_doctor.model import DEFAULT_MAX_LOG_BYTES, Needs, Problem, Severity
 from argo_doctor.remediate.notifications import URL_HELP, notifications_config
 from argo_doctor.remediate.policy import Policy, load_policy
-from argo_doctor.remediate.restarter import Restarter
-from argo_doctor.remediate.service import Auth, create_app, parse_listen
-from argo_doctor.remediate.service import run as run_service
-from argo_doctor.remediate.store import open_store, parse_age
 from argo_doctor.report import REPORTERS, ReportOptions
-from argo_doctor.report import audit as audit_report
 from argo_doctor.report import deprecations as deprecations_report
-from argo_doctor.report import github as github_report
 from argo_doctor.report import helm as helm_report
 from argo_doctor.report import html as html_report
 from argo_doctor.report import map as map_report
-from argo_doctor.report import remediate as remediate_report
 from argo_doctor.report import sarif as sarif_report
 from argo_doctor.report.columns import columns
 from argo_doctor.report.groups import unknown_expand
@@ -59,13 +51,15 @@ from argo_doctor.report.json import chain_json, encode, evidence_json, problem_j
 from argo_doctor.report.table import problem_groups
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import bundle, rewrite
-from argo_doctor.sources import live as live_source
 from argo_doctor.sources.audit import AuditFile
-from argo_doctor.sources.live import DEFAULT_MAX_LOG_BYTES, Collected, LiveOptions, Tally, connect
 from argo_doctor.sources.objects import load_yaml_file
 from argo_doctor.sources.redact import SecretScrubber, clean
 from argo_doctor.timeline import full_timeline, select
 from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
+
+if TYPE_CHECKING:  # imported where used: `scan` of files needs no HTTP client, database driver or web server
+    from argo_doctor.remediate.kube import KubeClient
+    from argo_doctor.sources.live import Collected, LiveOptions, Tally
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -134,6 +128,7 @@ class LiveArgs:
 
     def options(self, metrics: bool = False) -> LiveOptions:
         """The collector's options; ConfigError for a bad --since."""
+        from argo_doctor.sources.live import LiveOptions
         since = parse_go_duration(self.since)
         if since is None or since <= 0:
             raise ConfigError(f"--since {self.since!r} is not a positive duration like 24h or 90m")
@@ -212,8 +207,10 @@ def _progress(quiet: bool) -> tuple[Callable[[Tally], None], Callable[[], None]]
 
 def _collect(live: LiveArgs, root: Path, needs: Needs, metrics: bool = False) -> Collected:
     """Read the cluster, as the API gives it, into the bundle folder `root`, with progress on stderr."""
+    from argo_doctor.sources import live as live_source
+
     options = live.options(metrics)
-    client = connect(live.kubeconfig, live.context)
+    client = live_source.connect(live.kubeconfig, live.context)
     update, done = _progress(live.quiet)
     try:
         result = live_source.collect(client, root, needs, options, update)
@@ -797,7 +794,7 @@ def github_app_group() -> None:
 @click.option("--private-key", "private_key", required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="PEM file of the app's private key (githubAppPrivateKey). Never printed.")
-@click.option("--api-url", default=github_app.DEFAULT_API_URL, show_default=True,
+@click.option("--api-url", default=DEFAULT_API_URL, show_default=True,
               help="GitHub's API; for GitHub Enterprise Server, https://HOST/api/v3.")
 @click.option("--clock-offset", type=float, default=0.0, show_default=True,
               help="Sign as a host whose clock is this many seconds ahead (negative: behind).")
@@ -810,6 +807,9 @@ def github_app_check(
     Exit status: 0 when GitHub issues a token, 1 when it refuses, 2 for bad options or an
     unreachable GitHub.
     """
+    from argo_doctor.github import app as github_app
+    from argo_doctor.report import github as github_report
+
     with _errors_to_exit():
         result = github_app.check(app_id, installation_id, private_key.read_bytes(), api_url, clock_offset)
     if output == "json":
@@ -862,6 +862,11 @@ def fix_rollout_restart(namespace: str, app: str | None, name: str | None, polic
     Exit status: 0 when every decision was carried out (or only printed), 1 when a patch failed, 2 for bad options
     or an unreachable cluster.
     """
+    from argo_doctor.remediate.kube import KubeClient
+    from argo_doctor.remediate.restarter import Restarter
+    from argo_doctor.remediate.store import open_store
+    from argo_doctor.report import remediate as remediate_report
+
     with _errors_to_exit():
         rules_policy = load_policy(policy_file) if policy_file else Policy(namespaces=(namespace,),
                                                                            applications=("*",), source="default")
@@ -930,6 +935,12 @@ def serve(listen: str, policy_file: Path, audit_db: str, token_file: Path | None
 
     Exit status: 0 after SIGTERM (requests in flight are finished), 2 for bad options or an unusable store.
     """
+    from argo_doctor.remediate.kube import KubeClient
+    from argo_doctor.remediate.restarter import Restarter
+    from argo_doctor.remediate.service import Auth, create_app, parse_listen
+    from argo_doctor.remediate.service import run as run_service
+    from argo_doctor.remediate.store import open_store
+
     with _errors_to_exit():
         auth = Auth(_secret_file(token_file, "token"), _secret_file(hmac_secret_file, "HMAC secret"))
         if auth.open and not insecure_no_auth:
@@ -960,6 +971,9 @@ def audit_command(audit_db: str, since: str, limit: int | None, output: str) -> 
 
     Exit status: 0, or 2 for bad options or an unreachable store.
     """
+    from argo_doctor.remediate.store import open_store, parse_age
+    from argo_doctor.report import audit as audit_report
+
     with _errors_to_exit():
         store = open_store(audit_db, writable=False)
         try:

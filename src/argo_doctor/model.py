@@ -112,6 +112,10 @@ class TimelineEntry:
     findings: tuple[str, ...] = ()
 
 
+DEFAULT_MAX_LOG_BYTES = 10 * 1024 * 1024
+"""The most bytes of log a collection reads per container, unless told otherwise (`--max-log-bytes`)."""
+
+
 @dataclass(frozen=True)
 class Needs:
     """What a rule reads, so that a live source collects only that: kinds as `Kind` (core) or `group/Kind`,

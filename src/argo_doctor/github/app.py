@@ -21,9 +21,9 @@ import jwt
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from argo_doctor.errors import ConfigError
+from argo_doctor.github import DEFAULT_API_URL
 from argo_doctor.github.jwt_window import IAT_BACKDATE, LIFETIME, Window
 
-DEFAULT_API_URL = "https://api.github.com"
 TIMEOUT = 15.0
 
 

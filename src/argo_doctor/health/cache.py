@@ -27,14 +27,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
-
-import httpx
+from typing import IO, TYPE_CHECKING, Any
 
 from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.health.luascripts import LuaHealthScripts, syntax_errors
 from argo_doctor.health.types import LUA_SCRIPTS_LOCATION, HealthProblem
 from argo_doctor.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    import httpx
 
 GITHUB_URL_ENV = "ARGO_DOCTOR_GITHUB_URL"
 GITHUB_API_URL_ENV = "ARGO_DOCTOR_GITHUB_API_URL"
@@ -223,11 +224,15 @@ def latest_url() -> str:
 
 
 def _client() -> httpx.Client:
+    import httpx  # only a download needs it: not imported by every scan
+
     return httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=True,
                         headers={"User-Agent": "argo-doctor", "Accept-Encoding": "identity"})
 
 
 def _http_failure(url: str, exc: httpx.HTTPError) -> FetchError:
+    import httpx
+
     if isinstance(exc, httpx.HTTPStatusError):
         return FetchError(f"{url}: HTTP {exc.response.status_code} {exc.response.reason_phrase}".rstrip())
     if isinstance(exc, httpx.TimeoutException):
@@ -238,6 +243,8 @@ def _http_failure(url: str, exc: httpx.HTTPError) -> FetchError:
 
 def latest_version() -> str:
     """The tag of Argo CD's latest release, from the GitHub API."""
+    import httpx
+
     url = latest_url()
     try:
         with _client() as client:
@@ -255,6 +262,8 @@ def latest_version() -> str:
 
 def _download(url: str, out: IO[bytes]) -> tuple[str, str]:
     """Stream `url` into `out`; the sha256 of what came, and its Content-Type."""
+    import httpx
+
     digest = hashlib.sha256()
     size = 0
     try:

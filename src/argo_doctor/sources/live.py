@@ -38,7 +38,7 @@ from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
 from argo_doctor import __version__
 from argo_doctor.errors import ConfigError, InputError
-from argo_doctor.model import Needs
+from argo_doctor.model import DEFAULT_MAX_LOG_BYTES, Needs
 from argo_doctor.snapshot import Obj, Snapshot, gc_paused
 from argo_doctor.sources.objects import RawObject, as_int, as_list, mapping
 
@@ -49,7 +49,6 @@ ATTEMPTS = 5
 MAX_RETRY_AFTER = 30.0
 GONE_RESTARTS = 3
 DEFAULT_SINCE = timedelta(hours=24)
-DEFAULT_MAX_LOG_BYTES = 10 * 1024 * 1024
 FAILING_POD_TAIL_LINES = 500
 MAX_FAILING_PODS = 50
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
