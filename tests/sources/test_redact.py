@@ -245,6 +245,29 @@ def test_redactor_is_safe_from_threads() -> None:
     assert redactor.counts == Counter({"secret-value": 400, "password": 400, "secret-copy": 400})
 
 
+def test_redactor_remembers_only_the_texts_the_patterns_leave_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short text met again is redacted and counted again; one the patterns leave alone is not run through them
+    again (the cache of `_redact`), and a Secret value learnt later still leaves it."""
+    patterned: Counter[str] = Counter()
+    patterns = redact_module._patterns
+
+    def counted(text: str, counts: Counter[str] | None) -> str:
+        patterned[text] += 1
+        return patterns(text, counts)
+
+    monkeypatch.setattr(redact_module, "_patterns", counted)
+    redactor = Redactor()
+    for _ in range(3):
+        assert redactor.text("password=hunter2") == "password=<redacted>"
+        assert redactor.text("IfNotPresent") == "IfNotPresent"
+        assert redactor.strings({"jwt": JWT, "short": "tok"}) == {"jwt": "<redacted jwt>", "short": "tok"}
+    assert redactor.counts == Counter({"password": 3, "jwt": 3})
+    assert patterned == Counter({"password=hunter2": 3, JWT: 3, "IfNotPresent": 1, "tok": 1})
+    assert redactor.text("hunter2-value-01") == "hunter2-value-01"
+    redactor.obj(_secret(password=base64.b64encode(b"hunter2-value-01").decode()))
+    assert redactor.text("hunter2-value-01") == "<redacted secret value>"
+
+
 @pytest.mark.parametrize("unit", ["x.", "a-", "://a:b", "eyJ-", "Ab1-", "\\", "password=", "x_token.secret:"])
 def test_patterns_take_linear_time(unit: str) -> None:
     """No pattern tries every start inside a long run (a 10 MB line of a log must not take hours)."""

@@ -495,9 +495,24 @@ def redact(text: str, scrubber: SecretScrubber | None = None) -> str:
     return _redact(text, scrubber, None)
 
 
-def _redact(text: str, scrubber: SecretScrubber | None, counts: Counter[str] | None) -> str:
-    """`redact`, each replacement counted in `counts` when it is given (a Secret value as `secret-copy`)."""
-    done = _patterns(text, counts)
+PLAIN_KEPT, PLAIN_LENGTH = 100_000, 128
+"""How many texts a `Redactor` remembers the patterns leave alone, and the longest: the short values that Kubernetes
+objects repeat (`True`, `default`, `IfNotPresent`, a label or image name) are most of the texts of a bundle, six
+times over each in the benchmark's live collection; at most about 20 MB."""
+
+
+def _redact(text: str, scrubber: SecretScrubber | None, counts: Counter[str] | None,
+            plain: set[str] | None = None) -> str:
+    """`redact`, each replacement counted in `counts` when it is given (a Secret value as `secret-copy`). `plain`:
+    texts known to go through the patterns unchanged, to which those met are added."""
+    if plain is not None and text in plain:
+        done = text
+    else:
+        before = counts.total() if counts is not None else 0
+        done = _patterns(text, counts)
+        if (plain is not None and done == text and len(text) <= PLAIN_LENGTH and len(plain) < PLAIN_KEPT
+                and (counts is None or counts.total() == before)):
+            plain.add(text)
     if scrubber is None:
         return done
     scrubbed = scrubber.scrub(done)
@@ -655,6 +670,8 @@ class Redactor:
         self.counts: Counter[str] = Counter()
         self._scrubber = SecretScrubber()
         self._lock = threading.Lock()
+        self._plain: set[str] = set()
+        """Short texts the patterns leave unchanged (see `_redact`); added to by several threads, which is safe."""
 
     def learn(self, raw: dict[str, Any], as_kind: tuple[str, str] | None = None) -> None:
         """Remember the values of a Secret (or of the Secrets of a List) to remove them from texts."""
@@ -675,7 +692,7 @@ class Redactor:
     def text(self, text: str) -> str:
         """One log line or any text, without credentials (the patterns) and the Secret values learnt so far."""
         counts: Counter[str] = Counter()
-        done = _redact(text, self._scrubber, counts)
+        done = _redact(text, self._scrubber, counts, self._plain)
         self._count(counts)
         return done
 
@@ -800,7 +817,7 @@ class Redactor:
     def _text(self, text: str, counts: Counter[str], scrub: bool = True) -> str:
         """`text` redacted (without the bundle's Secret values unless `scrub` is false); `text` itself when nothing
         changes (the walks keep what is unchanged by identity)."""
-        done = _redact(text, self._scrubber if scrub else None, counts)
+        done = _redact(text, self._scrubber if scrub else None, counts, self._plain)
         return text if done == text else done
 
     def _named(self, name: str, value: Any, kind: str, counts: Counter[str], references: bool = False) -> Any:

@@ -43,6 +43,7 @@ import yaml
 
 from argo_doctor.errors import ConfigError, InputError
 from argo_doctor.model import Problem
+from argo_doctor.snapshot import gc_paused
 from argo_doctor.sources.audit import MAX_AUDIT_LINE, GzipLimit, bounded_blocks
 from argo_doctor.sources.bundle import BUNDLE_MARKERS, TARBALL_SUFFIXES, extract
 from argo_doctor.sources.files import UnsafeInput, is_dir, open_input
@@ -88,7 +89,8 @@ def redact_bundle(source: Path, out: Path, problems: list[Problem], *, force: bo
         root, prefix = _source_root(source, work, problems)
         target = work() / "out" if packed else out
         rewrite = _Rewrite(root, prefix, target, problems)
-        rewrite.run()
+        with gc_paused():  # a page decodes into a million objects, none in a cycle: 0.5 of 3.5 s on the live bench
+            rewrite.run()
         if packed:
             write_tarball(target, out)
     return Counter(rewrite.redactor.counts)
