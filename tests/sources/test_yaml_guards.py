@@ -55,6 +55,25 @@ def test_deep_nesting_is_one_problem_and_the_other_documents_load(tmp_path: Path
                                                 "document skipped")]
 
 
+@pytest.mark.parametrize("depth", [300, 2_000], ids=["below-libyaml-limit", "past-libyaml-limit"])
+def test_deep_flow_nesting_is_told_at_its_document_and_line(tmp_path: Path, depth: int) -> None:
+    """Past 1,000 levels on one line, libyaml 0.2.6 (PyYAML 6.0.4) refuses while scanning ahead, before the composer
+    meets level 257: the problem is the same, at the document's first line and the line of the nesting."""
+    path = tmp_path / "deep.yaml"
+    path.write_text(CONFIGMAP.format(name="before") + "---\nkind: ConfigMap\ndata:\n  x: " + "[" * depth
+                    + "]" * depth + "\n---\n" + CONFIGMAP.format(name="after"))
+    objs, problems = _read(path)
+    assert objs == [("before", "deep.yaml:1"), ("after", "deep.yaml:13")]
+    assert problems == [Problem("deep.yaml:9", f"YAML nested more than {MAX_YAML_DEPTH} levels deep (line 11); "
+                                               "document skipped")]
+    values = tmp_path / "values.yaml"
+    values.write_text("kind: x\ndata:\n  x: " + "[" * depth + "]" * depth + "\n")
+    settings_problems: list[Problem] = []
+    assert load_yaml_file(values, "values.yaml", settings_problems) is None
+    assert settings_problems == [
+        Problem("values.yaml:3", f"YAML nested more than {MAX_YAML_DEPTH} levels deep; skipped")]
+
+
 def test_the_depth_limit_is_exact(tmp_path: Path) -> None:
     """A ConfigMap is two levels (itself, data): 254 flow levels below it make 256, which loads; 255 do not."""
     for extra, loads in ((254, True), (255, False)):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -42,6 +43,7 @@ from yaml.events import (
     StreamStartEvent,
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.scanner import ScannerError
 
 from argo_doctor.model import Problem
 from argo_doctor.sources import fast_yaml
@@ -260,44 +262,67 @@ class _Open:
     key: Node | None = None
 
 
+LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
+"""libyaml's own error past 1,000 levels (libyaml 0.2.6, in the PyYAML 6.0.4 wheels). In a flow collection its
+scanner looks that far ahead for a key before the composer is given the level past MAX_YAML_DEPTH, so that a deep
+`[[[...` meets this error first; it is told as the composer's own (`_TooDeep`)."""
+
+
 class _GuardedLoader(yaml.CSafeLoader):
     """CSafeLoader with an iterative composer that refuses a document nested more than MAX_YAML_DEPTH
     collections deep (libyaml's own composer recurses in C and crashes the process)."""
 
+    _first = -1
+    """The 0-based line of the first event of the document being composed, -1 outside one."""
+
+    @contextmanager
+    def _depth_limits(self) -> Iterator[None]:
+        """libyaml's nesting error as `_TooDeep`, at the line where libyaml met it."""
+        try:
+            yield
+        except ScannerError as exc:
+            mark: Any = exc.problem_mark
+            if exc.problem != LIBYAML_TOO_DEEP or mark is None:
+                raise
+            raise _TooDeep(self._first if self._first >= 0 else mark.line, mark.line) from exc
+
     def check_node(self) -> bool:
         """Whether another document follows."""
-        if self.check_event(StreamStartEvent):
-            self.get_event()
-        return not self.check_event(StreamEndEvent)
+        with self._depth_limits():
+            if self.check_event(StreamStartEvent):
+                self.get_event()
+            return not self.check_event(StreamEndEvent)
 
     def get_node(self) -> Node | None:
         """The root node of the next document."""
-        return None if self.check_event(StreamEndEvent) else self._compose_document()
+        with self._depth_limits():
+            return None if self.check_event(StreamEndEvent) else self._compose_document()
 
     def get_single_node(self) -> Node | None:
         """The root node of the only document (None for an empty stream); ComposerError if there are more."""
-        self.get_event()
-        document = None if self.check_event(StreamEndEvent) else self._compose_document()
-        if not self.check_event(StreamEndEvent):
-            event = self.get_event()
-            first: Any = document.start_mark if document is not None else None
-            second: Any = event.start_mark if event is not None else None
-            raise ComposerError("expected a single document in the stream", first, "but found another document",
-                                second)
-        self.get_event()
-        return document
+        with self._depth_limits():
+            self.get_event()
+            document = None if self.check_event(StreamEndEvent) else self._compose_document()
+            if not self.check_event(StreamEndEvent):
+                event = self.get_event()
+                first: Any = document.start_mark if document is not None else None
+                second: Any = event.start_mark if event is not None else None
+                raise ComposerError("expected a single document in the stream", first, "but found another document",
+                                    second)
+            self.get_event()
+            return document
 
     def _compose_document(self) -> Node:
         self.get_event()  # DOCUMENT-START
         anchors: dict[str, Node] = {}
         stack: list[_Open] = []
         resolve = cast(Callable[..., str], self.resolve)
-        first = -1
+        first = self._first = -1
         while True:
             event = self.get_event()
             mark: Any = event.start_mark if event is not None else None
             if first < 0:
-                first = mark.line if mark is not None else 0
+                first = self._first = mark.line if mark is not None else 0
             node: Node
             if isinstance(event, AliasEvent):
                 if event.anchor not in anchors:
@@ -340,6 +365,7 @@ class _GuardedLoader(yaml.CSafeLoader):
                 top.node.value.append((top.key, node))
                 top.key = None
         self.get_event()  # DOCUMENT-END
+        self._first = -1
         return node
 
 
