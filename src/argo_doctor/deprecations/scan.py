@@ -100,7 +100,7 @@ def object_uses(raw: dict[str, Any], location: str, target: Version | None) -> I
     if isinstance(applied, str) and applied.startswith("{"):
         try:
             version = str(mapping(json.loads(applied)).get("apiVersion") or "")
-        except ValueError:
+        except (ValueError, RecursionError):
             version = ""
         use = _use(version, kind, target, f"{location} .metadata.annotations[{LAST_APPLIED}]",
                    "last kubectl apply sent it", subject)

@@ -439,6 +439,8 @@ def _hpa_annotation_conditions(text: str) -> list[dict[str, str]]:
         return result
     except ValueError as exc:
         raise CheckError(f"failed to convert conditions annotation to typed: {exc}") from exc
+    except RecursionError as exc:
+        raise CheckError("failed to convert conditions annotation to typed: nested too deeply to read") from exc
 
 
 @_typed("HPA", "autoscaling", "HorizontalPodAutoscaler", ("v1", "v2beta1", "v2beta2", "v2"))

@@ -234,6 +234,9 @@ class LuaHealthScripts:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             problems.append(HealthProblem(where, f"invalid YAML: {first}; Argo CD ignores all customizations"))
             return
+        except RecursionError:  # the pure-Python composer recurses once per level
+            problems.append(HealthProblem(where, "YAML nested too deeply to read; these customizations are not used"))
+            return
         if parsed is None:
             return
         if not isinstance(parsed, dict):

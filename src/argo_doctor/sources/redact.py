@@ -370,7 +370,7 @@ def _docker_credentials(text: str) -> list[str]:
     each password and each identity or registry token."""
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     registries = doc.get("auths", doc) if isinstance(doc, dict) else None
     found: list[str] = []
