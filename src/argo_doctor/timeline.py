@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from argo_doctor.model import Evidence, Finding, TimelineEntry
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.objects import mapping
-from argo_doctor.timeutil import parse_time
+from argo_doctor.timeutil import parse_time, shift
 
 _LINE = re.compile(r"(?<=:)(\d+)")
 
@@ -99,7 +99,11 @@ def select(
     entries: list[TimelineEntry], around: datetime | None, window: float, components: tuple[str, ...]
 ) -> list[TimelineEntry]:
     """Entries within window/2 of `around` (all when None) and of the given components (all when empty)."""
-    half = timedelta(seconds=window / 2)
+    try:
+        half = timedelta(seconds=window / 2)
+    except OverflowError:
+        half = timedelta.max
+    low, high = (shift(around, -half), shift(around, half)) if around is not None else (None, None)
     return [e for e in entries
-            if (around is None or around - half <= e.time <= around + half)
+            if (low is None or high is None or low <= e.time <= high)
             and (not components or e.component in components)]

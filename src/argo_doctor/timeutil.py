@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
@@ -24,6 +24,15 @@ def parse_time(value: Any) -> datetime | None:
         return parsed.astimezone(UTC)
     except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00
         return None
+
+
+def shift(when: datetime, delta: timedelta) -> datetime:
+    """`when + delta`, held at the first or last instant a datetime holds instead of overflowing (a timestamp of
+    year 9999 in the input, a window around it)."""
+    try:
+        return when + delta
+    except OverflowError:
+        return (datetime.max if delta > timedelta(0) else datetime.min).replace(tzinfo=when.tzinfo)
 
 
 def format_time(value: datetime | None) -> str | None:

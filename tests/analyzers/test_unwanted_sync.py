@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -123,6 +124,30 @@ def test_ignore_differences_that_cover_the_fields_downgrade_the_chart_finding(tm
     helm = one(scan(bundle), "helm-nondeterministic-render")
     assert helm["severity"] == "low" and "downgraded" in helm["summary"]
     assert "ignored by .spec.ignoreDifferences[0] jqPathExpressions" in helm["summary"]
+
+
+@pytest.mark.parametrize("last", ["9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z"])
+def test_history_at_the_ends_of_time_is_read_without_overflow(tmp_path: Path, last: str) -> None:
+    """A deploy stored at 9999-12-31T23:59:59Z (one second later overflows) or at year 1 beside 2026 times: the
+    rule reads them like any other and crashes on neither."""
+    bundle = tmp_path / "ends"
+    shutil.copytree(UNWANTED, bundle)
+
+    def moved(app: dict[str, Any]) -> None:
+        app["status"]["history"][-1]["deployedAt"] = last
+
+    _edit_app(bundle, moved)
+    doc = scan(bundle)
+    assert not [e for e in doc["errors"] if e["location"].startswith("analyzer ")], doc["errors"]
+
+
+@pytest.mark.parametrize("options", [["--around", "9999-12-31T23:59:59Z", "--window", "2h"],
+                                     ["--around", "0001-01-01T00:00:00Z"], ["--window", "99999999999999h"]])
+def test_timeline_windows_past_the_ends_of_time(options: list[str]) -> None:
+    result = CliRunner().invoke(main, ["timeline", str(UNWANTED), *options, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    entries = json.loads(result.stdout)["timeline"]
+    assert bool(entries) is (options[0] == "--window")
 
 
 def test_timeline_command_around_the_failure() -> None:

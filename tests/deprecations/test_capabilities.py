@@ -195,6 +195,24 @@ def test_an_undecidable_constraint_is_may_be_used_and_printf_is_evaluated(tmp_pa
                                                             ("chart/templates/b.yaml:1", False)]
 
 
+@pytest.mark.parametrize(("pattern", "subject", "listed"), [
+    ("^1\\.2[0-9]$", "1.25", True),  # an ordinary pattern is run: the branch is taken
+    ("^1\\.1[0-9]$", "1.25", False),  # ... or not
+    ("^(a|a)*$", "a" * 40 + "b", True),  # exponential in a backtracking engine, linear in Go's: not run, so the
+    ("^(a+)+$", "a" * 40 + "b", True),  # branch is listed as any branch the template analysis cannot decide
+    ("a*a*a*a*a*b", "a" * 60, True),  # a power of the subject's length per star
+    ("(" * 3000 + "a" + ")" * 3000, "b", True),  # nested too deeply to compile
+])
+def test_regex_match_runs_only_patterns_of_bounded_cost(tmp_path: Path, pattern: str, subject: str,
+                                                      listed: bool) -> None:
+    chart = tmp_path / "chart" / "templates"
+    chart.mkdir(parents=True)
+    (chart / "psp.yaml").write_text(f"{{{{- if regexMatch {json.dumps(pattern)} {json.dumps(subject)} }}}}\n"
+                                    "apiVersion: policy/v1beta1\nkind: PodSecurityPolicy\n{{- end }}\n")
+    uses = scan_paths([tmp_path / "chart"], (1, 25), template_apis)[0]
+    assert [(u.api.kind, u.how) for u in uses] == ([("PodSecurityPolicy", "template")] if listed else [])
+
+
 def test_a_variable_set_from_capabilities_decides_like_the_expression(tmp_path: Path) -> None:
     chart = tmp_path / "chart" / "templates"
     chart.mkdir(parents=True)

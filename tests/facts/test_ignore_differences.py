@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from click.testing import CliRunner
 
+from argo_doctor import jqpaths
 from argo_doctor.cli import main
 from argo_doctor.facts.ignore_differences import (
     concrete_paths,
@@ -15,6 +17,7 @@ from argo_doctor.facts.ignore_differences import (
     json_pointer,
     respects_ignore_differences,
 )
+from argo_doctor.jqpaths import JQ_TIMEOUT, jq_paths
 from argo_doctor.snapshot import Obj
 from argo_doctor.timeutil import parse_go_duration
 from tests.conftest import ROOT
@@ -72,6 +75,24 @@ def test_a_broken_jq_expression_is_reported_not_raised() -> None:
     result = coverage(app([{"kind": "MutatingWebhookConfiguration", "jqPathExpressions": [".webhooks[("]}]),
                       WEBHOOK, FIELD)
     assert not result.complete and "jqPathExpressions" in result.problems[0]
+
+
+@pytest.mark.parametrize("expr", ["repeat(.)", "until(false; .)", "[range(1e9)] | .[]"])
+def test_a_jq_expression_that_never_ends_is_stopped_as_argo_cd_stops_it(expr: str) -> None:
+    """Unbounded memory, an endless loop, a billion paths: each stopped after JQ_TIMEOUT or JQ_MEMORY in its child,
+    one problem; the other expressions of the entry still cover their paths."""
+    started = time.monotonic()
+    result = coverage(app([{"kind": "MutatingWebhookConfiguration", "jqPathExpressions": [
+        expr, ".webhooks[].clientConfig.caBundle"]}]), WEBHOOK, FIELD)
+    assert time.monotonic() - started < JQ_TIMEOUT + 5
+    assert result.complete
+    assert len(result.problems) == 1 and result.problems[0].startswith(
+        f".spec.ignoreDifferences[0].jqPathExpressions {expr!r}: stopped")
+
+
+def test_a_jq_expression_that_runs_out_of_memory_is_one_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jqpaths, "JQ_MEMORY", 64 << 20)
+    assert jq_paths("[range(1e8)] | .[]", {}) == "stopped: jq ran out of memory (64 MiB) or failed (SIGABRT)"
 
 
 def test_suggested_paths_round_trip() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from argo_doctor.health import Health, HealthAssessor, HealthProblem, LuaHealthScripts
+from argo_doctor.health.luascripts import glob_match
 from tests.health.objects import D, H, P, S, U, obj
 
 CERTIFICATE_SCRIPT = """\
@@ -183,6 +184,30 @@ def test_exact_key_beats_wildcard() -> None:
     assert HealthAssessor(LuaHealthScripts.from_argocd_cm(data)).assess(CROSSPLANE_INSTANCE) == Health(
         H, "Ready (Available)"
     )
+
+
+def test_hostile_glob_keys_neither_hang_nor_crash() -> None:
+    """`*a*a…b` against a long group made the regex engine backtrack for minutes; 2,000 nested braces made the
+    regex compiler recurse. Now the first is answered at once (no match), the second matches nothing."""
+    data = {"resource.customizations.health.*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b_X": ALWAYS_DEGRADED,
+            "resource.customizations.health." + "{" * 2000 + "x" + "}" * 2000 + "_Y": ALWAYS_DEGRADED,
+            "resource.customizations.health.*.crossplane.io_*": ALWAYS_DEGRADED}
+    scripts = LuaHealthScripts.from_argocd_cm(data)
+    started = time.monotonic()
+    assert scripts.script_for("a" * 40, "X") is None
+    assert scripts.script_for("x", "Y") is None
+    assert scripts.script_for("ec2.aws.crossplane.io", "Instance") is not None
+    assert scripts.script_for("a" * 20 + "b", "X") is not None
+    assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize(("pattern", "text", "matches"), [
+    ("*a*b", "xaxb", True), ("*a*b", "xabx", False), ("a*?c", "abbc", True), ("a*?c", "ac", False),
+    ("*[xy]*z?", "qyqqzq", True), ("*[xy]*z?", "qqzq", False), ("**", "", True), ("*b*b*", "bb", True),
+    ("*b*b*", "b", False), ("{a,ab}*c", "abc", True), ("*{a,ab}c", "abc", True),
+])
+def test_glob_keys_match_as_gobwas_glob_matches_them(pattern: str, text: str, matches: bool) -> None:
+    assert glob_match(pattern, text) is matches
 
 
 def test_all_key_is_a_group_wildcard_that_misses_core_kinds() -> None:

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from argo_doctor.cli import main
-from argo_doctor.report.table import MIN_WIDTH, PIPED_WIDTH, make_console, width
+from argo_doctor.report.table import MAX_LINES, MIN_WIDTH, PIPED_WIDTH, make_console, width
 from tests.conftest import EXAMPLES
 
 BUNDLES = (EXAMPLES / "argocd-basic", EXAMPLES / "incidents" / "unwanted-sync")
@@ -128,3 +128,24 @@ def test_input_text_cannot_pass_for_a_word_slot() -> None:
     url = "https://git.example.org/platform/tenants/-/blob/main/values.yaml"
     _print(console, _Words(Text(f"forged \ue0000\ue001 see {url} now"), slots), slots)
     assert out.getvalue().splitlines() == ["forged \ufffd0\ufffd see", url, "now"]
+
+
+def test_a_message_of_a_hundred_thousand_lines_is_cut_in_the_table_only(tmp_path: Path) -> None:
+    """A failed sync whose message holds a whole log: the table shows its first MAX_LINES lines and how many more
+    there are (rich splits a text into lines in time that grows with the square of their number); JSON has all."""
+    bundle = tmp_path / "noisy"
+    (bundle / "objects").mkdir(parents=True)
+    message = "step\n" * 100_000
+    (bundle / "objects" / "app.json").write_text(json.dumps({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {"name": "noisy", "namespace": "argocd"},
+        "spec": {"destination": {"namespace": "noisy", "server": "https://kubernetes.default.svc"}},
+        "status": {"sync": {"status": "OutOfSync"}, "operationState": {
+            "phase": "Failed", "message": message, "startedAt": "2026-01-01T00:00:00Z",
+            "finishedAt": "2026-01-01T00:00:01Z"}}}))
+    text = _scan(bundle, {"COLUMNS": "100"})
+    rows = [line.strip(" │") for line in text.splitlines()]
+    assert MAX_LINES - 2 <= rows.count("step") <= MAX_LINES
+    assert re.search(r"… \d{5} more lines \(-o json has them all\)", text)
+    doc = json.loads(_scan(bundle, {}, "-o", "json"))
+    assert any(message.strip() in f["summary"] for f in doc["findings"])

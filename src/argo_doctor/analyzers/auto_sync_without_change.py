@@ -27,7 +27,7 @@ from argo_doctor.snapshot import Obj
 from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_int, as_list, mapping
-from argo_doctor.timeutil import format_time, parse_go_duration, parse_time
+from argo_doctor.timeutil import format_time, parse_go_duration, parse_time, shift
 
 MAX_LINES = 20_000
 MAX_TEXT = 4096
@@ -274,7 +274,7 @@ class AutoSyncWithoutChange(Analyzer):
         if not deployed or since is None:
             return found
         if since.microsecond == 0:  # stored to the second: the deploy's own writes and lines may follow within it
-            since += timedelta(seconds=1)
+            since = shift(since, timedelta(seconds=1))
         candidates: list[tuple[datetime, Evidence]] = []
         op = mapping(app.status.get("operationState"))
         operation = mapping(op.get("operation"))
@@ -371,7 +371,7 @@ class AutoSyncWithoutChange(Analyzer):
 
         def near(sig: str, low: timedelta, high: timedelta) -> list[_Line]:
             times, lines = self._timed(sig, _app_keys(app, sig))
-            window = lines[bisect_left(times, start - low):bisect_right(times, start + high)]
+            window = lines[bisect_left(times, shift(start, -low)):bisect_right(times, shift(start, high))]
             return [(r, m) for r, m in window if r.time is not None]
 
         misses = near("argocd.manifest-cache-miss", BEFORE, timedelta(seconds=5))
@@ -385,7 +385,7 @@ class AutoSyncWithoutChange(Analyzer):
         done = [r for r, m in phases if m is not None and m.group("phase") in ("Succeeded", "Failed", "Error")][:1]
         steps.extend(log_evidence(r) for r in (*running, *done))
         failures = [f for f in ctx.webhook_failures() if f.webhook in webhook_names and f.time is not None
-                    and start <= f.time <= start + AFTER] if webhook_names else []
+                    and start <= f.time <= shift(start, AFTER)] if webhook_names else []
         failure_logs = [r for r, _ in near("k8s.webhook-call-failed", timedelta(0), AFTER)
                         if failed_webhook_name(r.raw) in webhook_names] if webhook_names else []
         firsts = sorted([*(f.evidence for f in failures), *(log_evidence(r) for r in failure_logs)],

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jq
-
+from argo_doctor.jqpaths import jq_paths
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import as_list, mapping
 
@@ -86,13 +85,11 @@ def coverage(app: Obj, live: Obj, field: Sequence[str]) -> Coverage:
             (f"jsonPointers {p}", _pointer(str(p))) for p in as_list(entry.get("jsonPointers"))
         ]
         for expr in as_list(entry.get("jqPathExpressions")):
-            try:
-                selected = jq.compile(f"[path({expr})]").input_value(live.raw).first()
-            except ValueError as exc:
-                reason = str(exc).splitlines()[0]
-                problems.append(f".spec.ignoreDifferences[{index}].jqPathExpressions {expr!r}: {reason}")
+            selected = jq_paths(str(expr), live.raw)
+            if isinstance(selected, str):
+                problems.append(f".spec.ignoreDifferences[{index}].jqPathExpressions {expr!r}: {selected}")
                 continue
-            rules.extend((f"jqPathExpressions {expr}", tuple(p)) for p in selected or [])
+            rules.extend((f"jqPathExpressions {expr}", tuple(p)) for p in selected)
         for label, rule in rules:
             hits = [p for p in paths if _prefix(rule, p)]
             if hits:
@@ -125,3 +122,4 @@ def json_pointer(field: Sequence[str]) -> str | None:
     if "[]" in field:
         return None
     return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in field)
+

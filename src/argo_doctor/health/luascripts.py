@@ -27,6 +27,8 @@ returns.
 from __future__ import annotations
 
 import datetime
+import functools
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -63,8 +65,15 @@ class LuaScript:
 # --- glob matching (gobwas/glob without separators, as Argo CD's util/glob uses it) ---------
 
 
+@functools.lru_cache(maxsize=1024)
 def _glob_regex(pattern: str) -> re.Pattern[str] | None:
+    """The pattern as a regex for `fullmatch`; None when it is invalid or nested too deeply to compile. Without
+    alternatives (`{a,b}`), each `*` but the last finds the leftmost match of what follows it and never gives it
+    back (an atomic group): every piece between stars has one length, so the leftmost match is the one to take, and
+    `*a*a*a…b` cannot make the regex engine backtrack for minutes."""
+    atomic = "{" not in pattern
     out: list[str] = []
+    stars: list[int] = []
     i, depth = 0, 0
     while i < len(pattern):
         ch = pattern[i]
@@ -73,6 +82,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str] | None:
             i += 2
             continue
         if ch == "*":
+            stars.append(len(out))
             out.append(".*")
         elif ch == "?":
             out.append(".")
@@ -98,9 +108,13 @@ def _glob_regex(pattern: str) -> re.Pattern[str] | None:
         i += 1
     if depth:
         return None
+    if atomic and len(stars) > 1:
+        for start, end in itertools.pairwise(stars):
+            out[start] = "(?>.*?" + "".join(out[start + 1:end]) + ")"
+            out[start + 1:end] = [""] * (end - start - 1)
     try:
         return re.compile("".join(out), re.DOTALL)
-    except re.error:
+    except (re.error, RecursionError):
         return None
 
 

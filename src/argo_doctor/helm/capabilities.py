@@ -450,13 +450,27 @@ def _call(name: str, args: Sequence[Any]) -> Any:
         return two[name](texts[0], texts[1])
     if name == "replace" and len(texts) == 3:
         return texts[2].replace(texts[0], texts[1])
-    if name in ("regexMatch", "regexFind") and len(texts) == 2 and len(texts[1]) <= _MAX_REGEX_SUBJECT:
+    if (name in ("regexMatch", "regexFind") and len(texts) == 2 and len(texts[1]) <= _MAX_REGEX_SUBJECT
+            and _bounded_regex(texts[0])):
         try:
             found = re.search(texts[0], texts[1])
-        except re.error:
+        except (re.error, RecursionError):
             return UNKNOWN
         return found is not None if name == "regexMatch" else found.group(0) if found else ""
     return UNKNOWN
+
+
+_QUANTIFIED_GROUP = re.compile(r"\)[*+{]")
+_MAX_REGEX = 256
+_MAX_QUANTIFIERS = 3
+
+
+def _bounded_regex(pattern: str) -> bool:
+    """Whether Python's backtracking engine runs `pattern` on a short subject in bounded time, as Go's RE2 runs any
+    pattern: no quantified group (`(a|a)*`, `(a+)+` take exponential time), at most three `*` or `+` (each adds a
+    power of the subject's length) and a short pattern. Other patterns are not run: can't tell."""
+    return (len(pattern) <= _MAX_REGEX and not _QUANTIFIED_GROUP.search(pattern)
+            and pattern.count("*") + pattern.count("+") <= _MAX_QUANTIFIERS)
 
 
 def _values_read(expr: Expr) -> bool:

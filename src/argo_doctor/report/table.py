@@ -131,6 +131,19 @@ def _print(console: Console, renderable: RenderableType, slots: Slots) -> None:
     slots.clear()
 
 
+MAX_LINES = 40
+"""The most lines of one text a table shows (a health message can hold a whole log; rich splits a text into
+lines in time that grows with the square of their number)."""
+
+
+def _capped(text: str) -> str:
+    """`text`, or its first MAX_LINES lines and how many more there are (`-o json` has them all)."""
+    more = text.count("\n") + 1 - MAX_LINES
+    if more <= 0:
+        return text
+    return "\n".join(text.split("\n", MAX_LINES)[:MAX_LINES]) + f"\n… {more} more lines (-o json has them all)"
+
+
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_EXCERPT else text[: MAX_EXCERPT - 1] + "…"
@@ -187,7 +200,7 @@ def _finding_panel(finding: Finding, width: int, slots: Slots) -> Panel:
     def row(label: str, text: Text | RenderableType) -> None:
         body.add_row(label, _Words(text, slots) if isinstance(text, Text) else text)
 
-    row("why", Text(finding.summary))
+    row("why", Text(_capped(finding.summary)))
     if finding.objects:
         row("objects", Text(", ".join(str(r) for r in finding.objects)))
     if finding.evidence:
@@ -203,7 +216,7 @@ def _finding_panel(finding: Finding, width: int, slots: Slots) -> Panel:
             previous = item.time or previous
             steps.append(f"{gap}{_short(item.excerpt)[:90]}")
         row("chain", Text("\n→ ".join(steps)))
-    fix = Text(finding.remediation.text)
+    fix = Text(_capped(finding.remediation.text))
     if finding.remediation.command:
         fix.append(f"\n$ {finding.remediation.command}", "green")
     row("fix", fix)
@@ -305,5 +318,5 @@ def print_problems(console: Console, problems: list[Problem]) -> None:
         console.print(f"[{style}]{escape(heading)}[/{style}]")
         slots: Slots = []
         for problem in group:
-            _print(console, _Words(Text.assemble("  ", (problem.location, "magenta"), f": {problem.message}"), slots),
-                   slots)
+            line = Text.assemble("  ", (problem.location, "magenta"), f": {_capped(problem.message)}")
+            _print(console, _Words(line, slots), slots)
