@@ -396,8 +396,10 @@ def timeline(
     with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         centre = parse_time(around) if around else None
         width = parse_go_duration(window)
-        if (around and centre is None) or width is None:
-            raise ConfigError(f"--around {around!r} must be an RFC 3339 time and --window {window!r} a duration")
+        if around and centre is None:
+            raise ConfigError(f"--around {around!r} is not an RFC 3339 time (e.g. 2026-11-22T15:03:00Z)")
+        if width is None:
+            raise ConfigError(f"--window {window!r} is not a Go duration of at most 2562047h (e.g. 10m, 2h)")
         analyzers = select_analyzers()
         snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), needs_for(analyzers)))
         result = run_scan(snap, analyzers)

@@ -48,14 +48,21 @@ _GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
+MAX_GO_DURATION = 9_223_372_036.854775807
+"""The longest Go duration in seconds (int64 nanoseconds, about 292 years): time.ParseDuration refuses longer."""
+
+
 def parse_go_duration(text: str | None) -> float | None:
-    """Seconds in a Go duration (`24h`, `3m0s`, `1h30m`, `180s`); a bare number counts as seconds."""
+    """Seconds in a Go duration (`24h`, `3m0s`, `1h30m`, `180s`); a bare number counts as seconds. None for what
+    Go refuses, a duration past MAX_GO_DURATION included."""
     if not text:
         return None
     text = text.strip()
     if re.fullmatch(r"\d+(?:\.\d+)?", text):
-        return float(text)
-    parts = _GO_DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+        seconds = float(text)
+    else:
+        parts = _GO_DURATION.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            return None
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    return seconds if seconds <= MAX_GO_DURATION else None

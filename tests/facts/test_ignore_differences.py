@@ -112,7 +112,9 @@ def test_respect_ignore_differences() -> None:
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("24h", 86400), ("3m0s", 180), ("1h30m", 5400), ("180s", 180),
-                                                ("90", 90), ("1.5h", 5400), ("soon", None), ("", None)])
+                                                ("90", 90), ("1.5h", 5400), ("soon", None), ("", None),
+                                                ("2562047h", 2562047 * 3600), ("2562048h", None),  # Go's limit
+                                                ("9" * 400 + "h", None), ("9" * 400, None)])
 def test_go_durations(text: str, seconds: float | None) -> None:
     assert parse_go_duration(text) == seconds
 
