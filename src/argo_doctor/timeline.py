@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timedelta
 
@@ -13,11 +14,12 @@ from argo_doctor.timeutil import parse_time, shift
 _LINE = re.compile(r"(?<=:)(\d+)")
 
 
-def location_key(location: str) -> tuple[tuple[str | int, ...], str]:
+def location_key(location: str) -> tuple[tuple[str | float, ...], str]:
     """Sort key of a location: the numbers after a colon (line numbers, `file:2` before `file:1671`) compare as
     numbers, the rest as text; the location itself breaks ties (`:02` and `:2`)."""
     parts = _LINE.split(location)  # text, number, text, number, ..., text
-    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts)), location
+    return tuple((int(part) if len(part) <= 18 else math.inf) if index % 2 else part
+                 for index, part in enumerate(parts)), location
 
 
 def component_of(snap: Snapshot, evidence: Evidence) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.hostile.conftest import Argo, Baseline, assert_contract, assert_reader
 
@@ -98,3 +99,46 @@ def test_deep_health_customizations_are_one_error(argo: Argo, tmp_path: Path) ->
         run = argo(args[0], hostile, *args[1:])
         assert_contract(run, *(() if args[0] == "timeline" else ("argocd-cm resource.customizations",)),
                         phrase="nested too deeply", codes=(0,))
+
+
+ROLLOUTS = Path(__file__).resolve().parents[1] / "bundles" / "rollouts-mixed"
+
+
+def _odd_numbers(item: dict[str, Any], index: int) -> None:
+    """Numbers no API server writes: a superscript digit (`str.isdigit` takes it, `int` does not), 5,000 digits
+    (past Python's limit for a string to convert), 10**30 (past int64), and a time at year 1."""
+    kind, status = item["kind"], item.setdefault("status", {})
+    if kind == "Rollout":
+        odd = ["²", "9" * 5000, 10**30][index % 3]
+        item["spec"].update(replicas=odd, progressDeadlineSeconds=odd)
+        item.setdefault("metadata", {})["generation"] = 3
+        status["observedGeneration"] = "²"
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "Progressing" and index % 2:
+                condition["lastUpdateTime"] = "0001-01-01T00:00:00Z"
+    elif kind == "Pod":
+        for container in status.get("containerStatuses") or []:
+            container["restartCount"] = "²"
+    elif kind == "Event":
+        item["count"] = "²" if index % 2 else "9" * 5000
+    elif kind == "AnalysisRun":
+        for metric in status.get("metricResults") or []:
+            metric["failed"] = "9" * 5000
+    elif kind == "Deployment":
+        item["spec"]["replicas"] = "²"
+
+
+def test_numbers_no_api_server_writes_are_read_as_absent(argo: Argo, tmp_path: Path) -> None:
+    """The Rollouts bundle with its counts, deadlines and generations made absurd: every reader runs every rule
+    to the end (no rule crashed, no internal error)."""
+    hostile = tmp_path / "odd"
+    (hostile / "objects").mkdir(parents=True)
+    for source in sorted((ROLLOUTS / "objects").glob("*.yaml")):
+        documents = [d for d in yaml.safe_load_all(source.read_text()) if d]
+        for document in documents:
+            for index, item in enumerate(document["items"] if document.get("kind") == "List" else [document]):
+                _odd_numbers(item, index)
+        (hostile / "objects" / source.name).write_text(yaml.safe_dump_all(documents))
+    for command in ("scan", "health", "map", "timeline"):
+        extra = ("--fail-on", "never") if command == "scan" else ()
+        assert_contract(argo(command, hostile, "-o", "json", *extra), codes=(0,))

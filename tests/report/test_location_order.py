@@ -25,6 +25,13 @@ def test_location_key_compares_line_numbers_as_numbers() -> None:
     assert sorted(["f:02", "f:2"], key=location_key) == ["f:02", "f:2"]  # equal numbers: the text decides
 
 
+def test_a_number_too_long_to_convert_sorts_last() -> None:
+    """A Workflow node id of 5,000 digits in a location: Python refuses to convert it (4,300 digits at most); it
+    sorts after every number that converts, and the location breaks the tie."""
+    huge, larger = "wf.yaml:" + "9" * 5000, "wf.yaml:" + "9" * 5001
+    assert sorted([larger, huge, "wf.yaml:12"], key=location_key) == ["wf.yaml:12", huge, larger]
+
+
 def test_timeline_entries_of_one_time_sort_by_line_number() -> None:
     when = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
     entries = [TimelineEntry(when, "repo-server", "log", f"logs/repo.log:{n}", "x") for n in (1671, 2, 30)]

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from argo_doctor.snapshot import Component, Obj, Snapshot
 from argo_doctor.sources.objects import as_int, as_list, mapping
-from argo_doctor.timeutil import format_time, parse_time
+from argo_doctor.timeutil import format_time, parse_time, shift
 
 ROLLOUT_GROUP = "argoproj.io"
 HASH_LABEL = "rollouts-pod-template-hash"
@@ -237,7 +237,11 @@ class _Assessment:
         if updated is None:
             return None, None
         seconds = as_int(self.spec.get("progressDeadlineSeconds"), DEFAULT_DEADLINE_SECONDS)
-        return updated - timedelta(seconds=seconds), updated
+        try:
+            deadline = timedelta(seconds=seconds)
+        except OverflowError:  # an int64 of seconds is past what a timedelta holds
+            deadline = timedelta.max if seconds > 0 else -timedelta.max
+        return shift(updated, -deadline), updated
 
     # -- facts about the Rollout
     def degraded(self) -> bool:
@@ -324,7 +328,8 @@ class _Assessment:
     def generation_lag(self) -> str | None:
         observed = str(self.status.get("observedGeneration") or "")
         generation = self.meta.get("generation")
-        if observed.isdigit() and generation is not None and int(observed) != as_int(generation, int(observed)):
+        if (observed.isascii() and observed.isdigit() and len(observed) <= 19 and generation is not None
+                and int(observed) != as_int(generation, int(observed))):
             return (f"the controller has not yet observed generation {generation} of the Rollout (observed "
                     f"{observed}): its status may be stale")
         return None

@@ -114,12 +114,18 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+_INT = re.compile(r"-?[0-9]{1,19}")
+"""An integer as Kubernetes writes one (int64: at most 19 digits), in ASCII digits only: `str.isdigit` also takes
+`²`, which `int` refuses."""
+
+
 def as_int(value: Any, default: int = 0) -> int:
-    """An integer field that may have been written as a string; `default` when it is neither."""
+    """An integer field that may have been written as a string; `default` when it is neither, or past int64."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
+        return value if -(1 << 63) <= value < 1 << 63 else default
+    if isinstance(value, str) and _INT.fullmatch(text := value.strip()):
+        number = int(text)
+        return number if -(1 << 63) <= number < 1 << 63 else default
     return default
 
 
