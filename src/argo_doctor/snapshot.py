@@ -798,7 +798,7 @@ def normalise_event(obj: Obj) -> KEvent:
         or parse_time(raw.get("deprecatedLastTimestamp"))
         or first
     )
-    count = raw.get("count") or series.get("count") or raw.get("deprecatedCount") or 1
+    count = as_int(raw.get("count") or series.get("count") or raw.get("deprecatedCount"), 1)
     return KEvent(
         obj=obj,
         type=str(raw.get("type") or ""),
@@ -807,7 +807,7 @@ def normalise_event(obj: Obj) -> KEvent:
         involved=involved,
         first=first,
         last=last,
-        count=number if (number := as_int(count, 1) if isinstance(count, int | str) else 1) >= 0 else 1,
+        count=count if count >= 0 else 1,
         created=obj.created,
         source_host=source.get("host") or None,
         reporter=raw.get("reportingInstance") or raw.get("reportingController") or source.get("component") or None,

@@ -122,4 +122,3 @@ def json_pointer(field: Sequence[str]) -> str | None:
     if "[]" in field:
         return None
     return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in field)
-

@@ -328,8 +328,8 @@ class _Assessment:
     def generation_lag(self) -> str | None:
         observed = str(self.status.get("observedGeneration") or "")
         generation = self.meta.get("generation")
-        if (observed.isascii() and observed.isdigit() and len(observed) <= 19 and generation is not None
-                and int(observed) != as_int(generation, int(observed))):
+        number = as_int(observed, -1)
+        if number >= 0 and generation is not None and number != as_int(generation, number):
             return (f"the controller has not yet observed generation {generation} of the Rollout (observed "
                     f"{observed}): its status may be stale")
         return None
