@@ -10,6 +10,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/python -m compileall -q src  # bytecode, as pip writes it for a wheel: no compiling at each start
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -14,7 +14,9 @@ against the aims; ``--results`` appends them to a markdown file. See bench/READM
 from __future__ import annotations
 
 import argparse
+import compileall
 import hashlib
+import importlib.util
 import inspect
 import json
 import os
@@ -307,10 +309,20 @@ def print_table(rows: Sequence[Sequence[str]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
 
 
+def compile_package() -> None:
+    """Write the bytecode of the argo_doctor package this Python imports, as pip does when it installs a wheel: an
+    editable install run with PYTHONDONTWRITEBYTECODE (as on this project's machines) compiles every module again
+    at each start, 0.1 to 0.15 s that an installed tool never spends."""
+    spec = importlib.util.find_spec("argo_doctor")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        compileall.compile_dir(location, quiet=1)
+
+
 def run(args: argparse.Namespace, data: Path, argo: Path, log_bytes: int) -> int:
     """Measure the bundle rows, the growth table and the live rows as asked, print the tables, append the results."""
     if not (argo.is_file() and os.access(argo, os.X_OK)):
         raise BenchError(f"argo-doctor not found at {argo}; install the project or pass --argo-doctor PATH")
+    compile_package()
     took: dict[str, float] = {}
     rows: list[Row] = []
     points: list[Point] = []

@@ -103,6 +103,18 @@ def test_the_byte_level_bound_never_misses_a_deep_document(text: str) -> None:
     assert objects._may_nest_deeper(data)
 
 
+@pytest.mark.parametrize(("sequences", "mappings", "deep"), [
+    (63, 1, False), (63, 2, True), (64, 0, True), (0, 127, False), (0, 128, True), (10, 107, False), (10, 108, True),
+])
+def test_the_flow_bound_counts_to_its_budget_exactly(sequences: int, mappings: int, deep: bool) -> None:
+    """Flow nesting is bounded by 2 × `[` + `{` against what the line prefixes leave of the limit (127): counted
+    up to the budget and no further, in one document, and per document when the file's count is over."""
+    one = "a: " + "[" * sequences + "{" * mappings + "\n"
+    assert objects._may_nest_deeper(one.encode()) is deep
+    split = "a: " + "[" * sequences + "\n---\nb: " + "{" * mappings + "\n"
+    assert objects._may_nest_deeper(split.encode()) is (2 * sequences > 127 or mappings > 127)
+
+
 def _depth(node: yaml.Node) -> int:
     stack = [(node, 1)]
     deepest = 0

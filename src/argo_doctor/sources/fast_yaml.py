@@ -57,10 +57,11 @@ _KEY = _plain(rb"\n", rb"[-+]?[.0-9]", block=True)
 in the document with its spaces removed, where the first character of each line follows its line break."""
 _FLOW = _plain(rb"[\[{,]", _NUMBER, block=True)
 """A plain scalar in a flow collection (in the document without spaces too)."""
-_FILE_UNSUPPORTED = (b"\t", b"\r", b"\xef\xbb\xbf")
+_FILE_UNSUPPORTED = (b"\t", b"\r")
 _LINE_UNSUPPORTED = (b"...", b"%")
-"""Tabs, carriage returns and a BOM anywhere, and document end markers (and lines starting with dots) and directives
-at the start of a line send the whole file to PyYAML."""
+"""Tabs and carriage returns anywhere, and document end markers (and lines starting with dots) and directives at the
+start of a line send the whole file to PyYAML; so does a BOM, which _NOT_PLAIN_TEXT finds in text that is not ASCII
+(bytes.find scans for one byte at memchr speed, for the BOM's three ten times slower)."""
 _NOT_PLAIN_TEXT = re.compile("[\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 """NEL, LS and PS (line breaks in YAML 1.1 only), other C1 controls, a BOM and non-characters."""
 _CONTROL = bytes(range(0x09)) + b"\x0b\x0c" + bytes(range(0x0e, 0x20)) + b"\x7f"
@@ -101,12 +102,19 @@ class Unsupported(Exception):
 def load(chunk: bytes) -> Any:
     """The value of one document by yaml-rs; Unsupported when it may hold a plain scalar that PyYAML reads
     otherwise (see the module), a collection as a mapping key (PyYAML refuses it, yaml-rs makes a tuple or frozenset
-    of it), or anything yaml-rs refuses (duplicate keys included)."""
+    of it), or anything yaml-rs refuses (duplicate keys included). A collection can be a key only as a flow
+    collection (`? ` and aliases are among the patterns): a document with flow collections that are not all empty
+    has its keys checked once parsed; an empty one (`[]`, `{}`) is a key only with a `:` right after it."""
     if _VALUE.search(chunk) or _ENTRY_VALUE.search(chunk):
         raise Unsupported
     packed = (b"\n" + chunk).translate(None, b" ")
-    if _KEY.search(packed) or (_has_flow(packed) and (_FLOW.search(packed) or _block_in_flow(chunk))):
+    if _KEY.search(packed):
         raise Unsupported
+    flow = _has_flow(packed)
+    if flow and (_FLOW.search(packed) or _block_in_flow(chunk)):
+        raise Unsupported
+    if not flow and (b"]:" in packed or b"}:" in packed):
+        raise Unsupported  # an empty flow collection as a key
     if not chunk.endswith(b"\n"):
         raise Unsupported  # a file without a final line break: its last block scalar loses its own in PyYAML only
     text = chunk.rstrip()
@@ -115,7 +123,8 @@ def load(chunk: bytes) -> Any:
         raise Unsupported  # an empty block scalar that ends the document: '' in PyYAML, '\n' in yaml-rs
     try:
         doc = yaml_rs.load(chunk, parse_datetime=False)
-        _KEY_CHECK.encode(doc)
+        if flow:  # a flow collection may be a key without `:` after it (`{[a], b}`): an exact check
+            _KEY_CHECK.encode(doc)
     except (ValueError, TypeError) as exc:
         raise Unsupported from exc
     return doc
@@ -164,7 +173,7 @@ def _has_flow(packed: bytes) -> bool:
 
 
 _KEY_CHECK = msgspec.json.Encoder()
-"""Refuses keys that are not strings or numbers (TypeError)."""
+"""Refuses keys that are not strings or numbers (TypeError): a tuple or a frozenset."""
 
 
 def root_line(chunk: bytes) -> int:
