@@ -205,15 +205,17 @@ def _progress(quiet: bool) -> tuple[Callable[[Tally], None], Callable[[], None]]
     return update, done
 
 
-def _collect(live: LiveArgs, root: Path, needs: Needs, metrics: bool = False) -> Collected:
-    """Read the cluster, as the API gives it, into the bundle folder `root`, with progress on stderr."""
+def _collect(live: LiveArgs, root: Path, needs: Needs, metrics: bool = False,
+             written: Callable[[Path], None] | None = None) -> Collected:
+    """Read the cluster, as the API gives it, into the bundle folder `root`, with progress on stderr; `written` is
+    told of each object file written."""
     from argo_doctor.sources import live as live_source
 
     options = live.options(metrics)
     client = live_source.connect(live.kubeconfig, live.context)
     update, done = _progress(live.quiet)
     try:
-        result = live_source.collect(client, root, needs, options, update)
+        result = live_source.collect(client, root, needs, options, update, written)
     finally:
         done()
         client.close()
@@ -227,7 +229,7 @@ DEPLOYED_NEEDS = BASE_NEEDS | Needs(frozenset({"argoproj.io/Application"}), app_
 
 
 def _live_bundle(paths: tuple[Path, ...], workdir: Path, live: LiveArgs, needs: Needs,
-                 metrics: bool = False) -> Path | None:
+                 metrics: bool = False, written: Callable[[Path], None] | None = None) -> Path | None:
     """With --live, the cluster collected into a private folder of `workdir` (files may not be given too); None
     without --live. The folder (mode 0700, removed when the command ends) is not redacted: reading it fingerprints
     Secrets, and every output is redacted, as for any bundle."""
@@ -235,19 +237,26 @@ def _live_bundle(paths: tuple[Path, ...], workdir: Path, live: LiveArgs, needs: 
         return None
     if paths:
         raise ConfigError("give either files or --live, not both")
-    _collect(live, workdir / "live", needs, metrics)
+    _collect(live, workdir / "live", needs, metrics, written)
     return workdir / "live"
 
 
 def _snapshot(paths: tuple[Path, ...], workdir: Path, live: LiveArgs, needs: Needs) -> Snapshot:
-    """The Snapshot of the files, or of the cluster with --live (collected into `workdir`)."""
-    folder = _live_bundle(paths, workdir, live, needs)
-    if folder is not None:
-        snap = bundle.load([folder], workdir)
-        snap.source = f"live: {snap.meta.get('cluster', {}).get('name') or 'cluster'}"
-        for path in live.audit:
-            snap.audit_files.append(AuditFile(path, str(path)))
-        return snap
+    """The Snapshot of the files, or of the cluster with --live (collected into `workdir`, each object file parsed
+    on worker processes as soon as it is written, while the collection goes on)."""
+    workers = os.cpu_count() or 1
+    early = bundle.EarlyLoads(workdir / "live", workers) if live.live and not paths and workers > 1 else None
+    try:
+        folder = _live_bundle(paths, workdir, live, needs, written=early.written if early is not None else None)
+        if folder is not None:
+            snap = bundle.load([folder], workdir, early)
+            snap.source = f"live: {snap.meta.get('cluster', {}).get('name') or 'cluster'}"
+            for path in live.audit:
+                snap.audit_files.append(AuditFile(path, str(path)))
+            return snap
+    finally:
+        if early is not None:
+            early.close()
     if not paths:
         raise ConfigError("nothing to read: give bundles, tarballs, dumps or files, or --live")
     if live.audit:

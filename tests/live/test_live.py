@@ -4,6 +4,7 @@ permission-aware, and a collected bundle that scans like the cluster."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,33 @@ def test_live_scan_finds_what_the_bundle_of_the_same_state_finds(served: tuple[F
     original = request.node.callspec.params["served"]
     assert _ids(_cli("scan", "--live", "--kubeconfig", kubeconfig, "-q", "-o", "json", "--fail-on", "never")) == \
         _ids(_cli("scan", original, "-o", "json", "--fail-on", "never"))
+
+
+@pytest.mark.parametrize("served", [ROOT / "tests" / "bundles" / "webhook-ca-mismatch"], ids=["webhook-ca-mismatch"],
+                         indirect=True)
+def test_object_files_parsed_while_collecting_scan_as_those_parsed_after(
+    served: tuple[FakeApiServer, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _api, kubeconfig = served
+    taken: list[bool] = []
+    real_take = bundle.EarlyLoads.take
+
+    def take(self: bundle.EarlyLoads, job: Any) -> Any:
+        found = real_take(self, job)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(bundle.EarlyLoads, "take", take)
+    args = ("scan", "--live", "--kubeconfig", kubeconfig, "-q", "-o", "json", "--fail-on", "never")
+    early = json.loads(_cli(*args).stdout)
+    assert len(taken) > 5 and all(taken)  # every object file came from the workers, parsed as it was written
+    taken.clear()
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # no workers: each file parsed after the collection
+    after = json.loads(_cli(*args).stdout)
+    assert not taken
+    for doc in (early, after):
+        doc["source"].pop("collectedAt")
+    assert early == after
 
 
 def _collect(api: FakeApiServer, kubeconfig: Path, root: Path, **options: Any) -> live.Collected:

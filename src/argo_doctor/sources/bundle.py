@@ -15,7 +15,7 @@ import tarfile
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import datetime
@@ -61,9 +61,10 @@ _HEADER_ERRORS = (tarfile.TarError, ValueError, UnicodeError, IndexError, KeyErr
 """What tarfile's header parsing raises on a damaged or hostile header."""
 
 
-def load(paths: Iterable[str | Path], workdir: Path | None = None) -> Snapshot:
+def load(paths: Iterable[str | Path], workdir: Path | None = None, early: EarlyLoads | None = None) -> Snapshot:
     """Read every input into one Snapshot. Tarballs are extracted under `workdir` (a temp dir). A path given twice
-    is read once, and a file is read once whatever the inputs that hold it (`distinct_inputs`)."""
+    is read once, and a file is read once whatever the inputs that hold it (`distinct_inputs`). The object files
+    `early` has parsed already are taken from it."""
     inputs = [Path(p) for p in paths]
     if not inputs:
         raise InputError("no input given")
@@ -72,13 +73,39 @@ def load(paths: Iterable[str | Path], workdir: Path | None = None) -> Snapshot:
     for item in readable_inputs(distinct_inputs(inputs, snap.problems), workdir, snap.problems):
         given = str(item.given)
         if item.extracted:
-            _load_dir(snap, item.path, f"{item.given.name}!/" if several else "", given)
+            _load_dir(snap, item.path, f"{item.given.name}!/" if several else "", given, early)
         elif is_dir(item.path):
-            _load_dir(snap, item.path, f"{item.given.name}/" if several else "", given)
+            _load_dir(snap, item.path, f"{item.given.name}/" if several else "", given, early)
         else:
             snap.formats.append("files")
-            _load_objects(snap, [(item.path, given)], given)
+            _load_objects(snap, [(item.path, given)], given, early)
     return snap
+
+
+class EarlyLoads:
+    """Object files parsed on a pool of forked workers as soon as they are written into the folder `root` (`scan
+    --live`: the parsing overlaps the collection, which waits on the API server in one process), for `load` to take
+    instead of parsing them again. Made before any other thread starts: the workers are forked at once."""
+
+    def __init__(self, root: Path, workers: int) -> None:
+        self.root = root
+        self.pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=gc.disable)
+        self.pool.submit(int).result()  # the fork start method starts every worker with the first job
+        self._started: dict[str, tuple[ObjectJob, Future[FileLoad]]] = {}
+
+    def written(self, path: Path) -> None:
+        """Start parsing the object file `path` of the folder (called from the collection's threads)."""
+        job: ObjectJob = (path, _rel(path, self.root, ""))
+        self._started[str(path)] = (job, _submit(self.pool, job))
+
+    def take(self, job: ObjectJob) -> Future[FileLoad] | None:
+        """The parsing started for exactly this job (path and display name), once."""
+        started = self._started.pop(str(job[0]), None)
+        return started[1] if started is not None and started[0] == job else None
+
+    def close(self) -> None:
+        """Stop the workers; a parsing not taken is dropped."""
+        self.pool.shutdown(cancel_futures=True)
 
 
 def distinct_inputs(paths: Sequence[Path], problems: list[Problem]) -> list[Path]:
@@ -501,13 +528,13 @@ def _readable(paths: Iterable[Path], root: Path, prefix: str, problems: list[Pro
     return kept
 
 
-def _load_dir(snap: Snapshot, root: Path, prefix: str, given: str) -> None:
+def _load_dir(snap: Snapshot, root: Path, prefix: str, given: str, early: EarlyLoads | None = None) -> None:
     """Read the folder `root` of the input `given`: a cluster-info dump, a bundle, or a folder of object files."""
     snap.roots.append(root)
     if dump.is_cluster_info_dump(root):
         snap.formats.append("cluster-info-dump")
         lists = _readable(dump.dump_object_files(root), root, prefix, snap.problems)
-        _load_objects(snap, [(p, _rel(p, root, prefix), dump.list_item_type(p)) for p in lists], given)
+        _load_objects(snap, [(p, _rel(p, root, prefix), dump.list_item_type(p)) for p in lists], given, early)
         sections = list(dump.dump_log_files(root, snap.problems, lambda p: _rel(p, root, prefix)))
         fresh = {path for path in dict.fromkeys(s.path for s in sections) if _first_read(snap, path)}
         snap.log_files.extend(s for s in sections if s.path in fresh)  # a file holds the logs of several containers
@@ -515,7 +542,7 @@ def _load_dir(snap: Snapshot, root: Path, prefix: str, given: str) -> None:
     if not any(os.path.lexists(root / marker) for marker in BUNDLE_MARKERS):
         snap.formats.append("files")
         files = _visible_files(root, root, prefix, snap.problems)
-        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files if _is_object_file(p)], given)
+        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files if _is_object_file(p)], given, early)
         return
     snap.formats.append("bundle-v1")
     meta = root / "bundle.yaml"
@@ -524,7 +551,7 @@ def _load_dir(snap: Snapshot, root: Path, prefix: str, given: str) -> None:
     objects = _folder(root, "objects", prefix, snap.problems)
     if objects is not None:
         files = [p for p in _visible_files(objects, root, prefix, snap.problems) if _is_object_file(p)]
-        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files], given)
+        _load_objects(snap, [(p, _rel(p, root, prefix)) for p in files], given, early)
     logs = _folder(root, "logs", prefix, snap.problems)
     if logs is not None:
         for path in _visible_files(logs, root, prefix, snap.problems):
@@ -617,10 +644,10 @@ def _log_file(path: Path, root: Path, prefix: str, problems: list[Problem]) -> L
     return LogFile(path, display, parts[0], parts[1], container, previous)
 
 
-def _load_objects(snap: Snapshot, jobs: Sequence[ObjectJob], given: str) -> None:
-    """Parse the object files of the input `given` on a process pool when there is enough to parse; index them in
-    order. A file already read (a link to it, or the same file given twice) is not read again: its objects would
-    only be duplicates of themselves."""
+def _load_objects(snap: Snapshot, jobs: Sequence[ObjectJob], given: str, early: EarlyLoads | None = None) -> None:
+    """Parse the object files of the input `given` on a process pool when there is enough to parse (on the pool of
+    `early`, which may have parsed some already); index them in order. A file already read (a link to it, or the
+    same file given twice) is not read again: its objects would only be duplicates of themselves."""
     files = [job for job in jobs if _first_read(snap, job[0])]
     total = 0
     for job in files:
@@ -629,21 +656,23 @@ def _load_objects(snap: Snapshot, jobs: Sequence[ObjectJob], given: str) -> None
             total += job[0].stat().st_size
     workers = min(os.cpu_count() or 1, len(files))
     with gc_paused():  # objects live as long as the scan
-        if workers > 1 and total >= PARALLEL_OBJECT_BYTES:
-            _index_all(snap, _parallel_loads(files, workers))
+        if early is not None or (workers > 1 and total >= PARALLEL_OBJECT_BYTES):
+            _index_all(snap, _parallel_loads(files, workers, early))
         else:
             _index_all(snap, map(_load_packed, files))
 
 
-def _parallel_loads(files: Sequence[ObjectJob], workers: int) -> Iterator[FileLoad]:
-    """Each file's load, in order, parsed on a pool of forked workers. A worker that dies (a signal, the OOM
-    killer) breaks the pool and fails every file not parsed yet: those are parsed again one at a time in a
-    fresh single worker, so that a crash is pinned on the one file that causes it, which becomes one problem,
-    and never reaches this process."""
+def _parallel_loads(files: Sequence[ObjectJob], workers: int, early: EarlyLoads | None = None) -> Iterator[FileLoad]:
+    """Each file's load, in order, parsed on a pool of forked workers (that of `early`, which may have started
+    some). A worker that dies (a signal, the OOM killer) breaks the pool and fails every file not parsed yet: those
+    are parsed again one at a time in a fresh single worker, so that a crash is pinned on the one file that causes
+    it, which becomes one problem, and never reaches this process."""
     context = get_context("fork")
     alone: ProcessPoolExecutor | None = None
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=gc.disable) as pool:
-        futures = [pool.submit(_load_packed, job) for job in files]
+    with contextlib.ExitStack() as stack:
+        pool = early.pool if early is not None else stack.enter_context(
+            ProcessPoolExecutor(workers, mp_context=context, initializer=gc.disable))
+        futures = [(early.take(job) if early is not None else None) or _submit(pool, job) for job in files]
         try:
             for job, future in zip(files, futures, strict=True):
                 try:
@@ -662,6 +691,16 @@ def _parallel_loads(files: Sequence[ObjectJob], workers: int) -> Iterator[FileLo
         finally:
             if alone is not None:
                 alone.shutdown()
+
+
+def _submit(pool: ProcessPoolExecutor, job: ObjectJob) -> Future[FileLoad]:
+    """`_load_packed(job)` on `pool`; when the pool is broken already, a future that says so."""
+    try:
+        return pool.submit(_load_packed, job)
+    except BrokenProcessPool as exc:
+        failed: Future[FileLoad] = Future()
+        failed.set_exception(exc)
+        return failed
 
 
 def _load_packed(job: ObjectJob) -> FileLoad:

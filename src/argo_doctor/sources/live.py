@@ -323,12 +323,14 @@ class Collector:
     """Reads what `needs` asks for into a bundle folder `root`."""
 
     def __init__(self, client: ReadOnlyClient, root: Path, needs: Needs, options: LiveOptions,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, written: Callable[[Path], None] | None = None) -> None:
         self.client = client
         self.root = root
         self.needs = needs
         self.options = options
         self.progress = progress or (lambda tally: None)
+        self.written = written or (lambda path: None)
+        """Told of each object file once it is written (from the collection's threads)."""
         self.tally = Tally()
         self.skipped: list[dict[str, str]] = []
         self.absent: list[str] = []
@@ -509,6 +511,7 @@ class Collector:
                     self.slim.add(RawObject(slim, "live"))
         body = msgspec.json.encode({"apiVersion": "v1", "kind": "List", "items": items})
         path.write_bytes(body)
+        self.written(path)
         with self._lock:
             self.tally.pages += 1
             self.tally.objects += len(items)
@@ -769,9 +772,10 @@ def _failing_raw(pod: dict[str, Any]) -> bool:
 
 
 def collect(client: ReadOnlyClient, root: Path, needs: Needs, options: LiveOptions,
-            progress: Progress | None = None) -> Collected:
-    """Read the cluster into the bundle folder `root` (created; it must not hold a bundle already)."""
+            progress: Progress | None = None, written: Callable[[Path], None] | None = None) -> Collected:
+    """Read the cluster into the bundle folder `root` (created; it must not hold a bundle already); `written` is
+    told of each object file as soon as it is complete."""
     if root.exists() and any(root.iterdir()):
         raise ConfigError(f"{root} is not empty; choose a new folder")
     root.mkdir(parents=True, exist_ok=True)
-    return Collector(client, root, needs, options, progress).run()
+    return Collector(client, root, needs, options, progress, written).run()
