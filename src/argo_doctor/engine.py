@@ -40,6 +40,9 @@ class ScanResult:
     redacted: bool = False
     """Whether `findings` and `problems` went through `clean` (`run_scan` does it): the JSON reporter then cleans
     only the rest of its document."""
+    cleaned: dict[str, str] = field(default_factory=dict, repr=False)
+    """What `clean` made of each text of `findings` and `problems` (the snapshot's scrubber, not `human`): the
+    timeline repeats most of them."""
 
 
 MAX_LISTED = 8
@@ -180,11 +183,12 @@ def run_scan(
                 )
     snap.problems.extend(Problem(p.location, p.message, p.kind) for p in ctx.health.problems)
     snap.problems.extend(unknown_kinds(snap, ctx.health.scripts))
-    findings = clean(findings, snap.scrubber)  # before the timeline, so that finding ids stay the same downstream
+    cleaned: dict[str, str] = {}
+    findings = clean(findings, snap.scrubber, cache=cleaned)  # before the timeline: finding ids stay the same
     findings.sort(key=lambda f: (-f.severity, f.rule, f.title))
-    problems = clean(_dedupe(snap.problems), snap.scrubber)
+    problems = clean(_dedupe(snap.problems), snap.scrubber, cache=cleaned)
     return ScanResult(snap, findings, build_timeline(snap, findings), problems, stats, crashed,
-                      [a.id for a in analyzers], redacted=True)
+                      [a.id for a in analyzers], redacted=True, cleaned=cleaned)
 
 
 def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> None:

@@ -209,6 +209,22 @@ def test_clean_walks_outputs_and_keeps_types() -> None:
     assert redact("password=x s3cr3t-value", scrubber) == "password=<redacted> <redacted secret value>"
 
 
+def test_clean_reuses_what_an_earlier_call_made_of_a_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan cleans findings once; the JSON report cleans the timeline, whose texts are mostly the same, with
+    what that made of them: each text is redacted once, and the outputs are those of a fresh call."""
+    scrubber = SecretScrubber()
+    scrubber.add_values(["s3cr3t-value"])
+    seen: list[str] = []
+    real = redact_module.redact
+    monkeypatch.setattr(redact_module, "redact", lambda text, scrub=None: seen.append(text) or real(text, scrub))
+    cache: dict[str, str] = {}
+    findings = clean(["got s3cr3t-value", "password=x", "plain"], scrubber, cache=cache)
+    timeline = clean({"excerpt": "got s3cr3t-value", "component": "repo-server"}, scrubber, cache=cache)
+    assert seen == ["got s3cr3t-value", "password=x", "plain", "excerpt", "component", "repo-server"]
+    assert timeline == clean({"excerpt": "got s3cr3t-value", "component": "repo-server"}, scrubber)
+    assert findings[0] == timeline["excerpt"] == "got <redacted secret value>"
+
+
 def _secret(**data: str) -> dict[str, object]:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": data}
 

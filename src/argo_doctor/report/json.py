@@ -134,8 +134,10 @@ def document(result: ScanResult) -> dict[str, Any]:
     }
     if not result.redacted:
         return clean(doc, snap.scrubber)
-    # findings and errors hold the redacted strings as they are (ids, times and severities besides): not again
-    done = clean({key: value for key, value in doc.items() if key not in ("findings", "errors")}, snap.scrubber)
+    # findings and errors hold the redacted strings as they are (ids, times and severities besides): not again; the
+    # timeline's texts are mostly theirs, which the scan's cleaning made already
+    done = clean({key: value for key, value in doc.items() if key not in ("findings", "errors")}, snap.scrubber,
+                 cache=result.cleaned)
     return {key: done.get(key, value) for key, value in doc.items()}
 
 

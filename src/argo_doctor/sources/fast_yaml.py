@@ -168,7 +168,9 @@ def _in_flow(chunk: bytes, at: int) -> bool:
 
 def _has_flow(packed: bytes) -> bool:
     """Whether a document without spaces has a flow collection that is not empty (else no comma is an indicator)."""
-    brackets, braces = packed.count(b"["), packed.count(b"{")  # the pairs are counted only where there are some
+    # `in` looks at memchr speed, several times faster than a count; most documents hold neither
+    brackets = packed.count(b"[") if b"[" in packed else 0
+    braces = packed.count(b"{") if b"{" in packed else 0
     return (brackets > 0 and brackets != packed.count(b"[]")) or (braces > 0 and braces != packed.count(b"{}"))
 
 

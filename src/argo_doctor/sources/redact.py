@@ -523,11 +523,13 @@ def _redact(text: str, scrubber: SecretScrubber | None, counts: Counter[str] | N
     return _patterns(scrubbed, counts)
 
 
-def clean(value: T, scrubber: SecretScrubber | None = None, *, human: bool = False) -> T:
+def clean(value: T, scrubber: SecretScrubber | None = None, *, human: bool = False,
+          cache: dict[str, str] | None = None) -> T:
     """A copy of an output (a string, or lists, tuples, dicts and dataclasses of them) with every
     string passed through `redact`, and through `printable` when `human` (table, markdown, text;
-    JSON keeps control characters, which its encoder escapes)."""
-    cache: dict[str, str] = {}
+    JSON keeps control characters, which its encoder escapes). `cache`: what earlier calls with the same
+    scrubber and `human` made of each text, reused and added to."""
+    cache = {} if cache is None else cache
 
     def text(item: str) -> str:
         done = cache.get(item)
