@@ -52,6 +52,9 @@ def test_the_chain_with_its_timings() -> None:
     assert times[4].startswith("2026-11-22T15:02:58") and times[5].startswith("2026-11-22T15:03:00")
     gaps = [s["gapSeconds"] for s in finding["chain"][1:]]
     assert all(g is not None and 0 <= g <= 3 for g in gaps)
+    events = [e["excerpt"] for e in finding["evidence"] if e["kind"] == "event"]
+    assert any(e.startswith("Normal OperationStarted Application/argocd/aws-load-balancer-controller: Initiated "
+                            f"automated sync to '{REVISION}'") for e in events)  # the Application's own Event
     remediation = finding["remediation"]["text"]
     for option in ("webhookTLS", "cert-manager", "ignoreDifferences", "RespectIgnoreDifferences", "retryStrategy"):
         assert option in remediation
