@@ -1,0 +1,67 @@
+"""The forked parsing workers stay out of the way: deaf to the terminal's Ctrl-C, which the scan answers, and gone
+when the scan's process is killed (by the OOM killer, say) instead of waiting on the pool's queue for ever."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SCAN = """
+import sys, time
+from pathlib import Path
+from argo_doctor.sources import bundle
+early = bundle.EarlyLoads(Path(sys.argv[1]), 2)
+print(" ".join(str(pid) for pid in early.pool._processes), flush=True)
+try:
+    time.sleep(60)
+except KeyboardInterrupt:
+    early.close()
+    print("interrupted", file=sys.stderr)
+"""
+"""Stands for `scan --live` while it collects: the workers are forked and wait for object files."""
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, killed and not reaped yet, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def _start(tmp_path: Path, **options: bool) -> tuple[subprocess.Popen[bytes], list[int]]:
+    proc = subprocess.Popen([sys.executable, "-c", SCAN, str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, **options)
+    assert proc.stdout is not None
+    pids = [int(pid) for pid in proc.stdout.readline().split()]
+    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    return proc, pids
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="prctl(PR_SET_PDEATHSIG) is Linux's")
+def test_the_workers_die_with_a_killed_scan(tmp_path: Path) -> None:
+    proc, pids = _start(tmp_path)
+    proc.kill()
+    proc.wait()
+    for pipe in (proc.stdout, proc.stderr):  # which a surviving worker would hold open
+        assert pipe is not None
+        pipe.close()
+    deadline = time.monotonic() + 30  # a safety net, not a timing assertion
+    while any(_alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, "a worker outlived the scan"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_reaches_the_scan_and_not_its_workers(tmp_path: Path) -> None:
+    proc, pids = _start(tmp_path, start_new_session=True)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: to every process of the group
+    _, stderr = proc.communicate(timeout=60)
+    assert stderr.decode().strip() == "interrupted"  # no worker's KeyboardInterrupt traceback
+    assert not any(_alive(pid) for pid in pids)
