@@ -147,6 +147,7 @@ def test_a_kubectl_document_takes_the_fast_path() -> None:
     "<<: {b: 1}\na: 2\n", "a: =\n", "a: !!binary aGVsbG8=\n", "a: !custom x\n",  # merge, value, tags
     "a: &x 1\nb: *x\n", "? [1, 2]\n: x\n", ": x\n", "a: {[1]: 2}\n", "a: {{ x }}\n",  # anchors, odd keys
     "[ ]: x\n", "b:\n  {}: x\n", "a: {[1], b}\n", "a: {x, {y}}\n",  # collections as keys, with and without `:`
+    'a: "\\ud83d\\ude00"\n', 'a: "\\U0000D83D"\n',  # escaped surrogates: a character in yaml-rs, refused by libyaml
     "a: [>x]\n", ">\n>.5\n", "a: >\n", "a: |\n  x",  # block scalars where none may be, at the end
     "b: {a: |\n  x\n}\n", "b: {c: 1,\n  a: >\n  x}\n", "- pause: {duration: |30s}\n", "a: |30s\n",
     "a: 1\na: 2\n", "a:\tb\n", "\ufeffa: 1\n", "a: b\x85c: d\n", "a: 1\r\nb: 2\r\n",  # duplicates, odd bytes

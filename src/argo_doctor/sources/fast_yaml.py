@@ -64,6 +64,9 @@ start of a line send the whole file to PyYAML; so does a BOM, which _NOT_PLAIN_T
 (bytes.find scans for one byte at memchr speed, for the BOM's three ten times slower)."""
 _NOT_PLAIN_TEXT = re.compile("[\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 """NEL, LS and PS (line breaks in YAML 1.1 only), other C1 controls, a BOM and non-characters."""
+_SURROGATE_ESCAPE = re.compile(rb"\\(?:u|U0000)[dD][89a-fA-F]")
+"""A `\\u` or `\\U` escape of a UTF-16 surrogate: yaml-rs joins a pair into one character, libyaml (and go-yaml, as
+Kubernetes reads YAML) refuse it (over-approximated: in a block or single-quoted scalar it is plain text)."""
 _CONTROL = bytes(range(0x09)) + b"\x0b\x0c" + bytes(range(0x0e, 0x20)) + b"\x7f"
 _DOCUMENT_START = re.compile(rb"\n---(?=[ \t\r\n]|\Z)")
 _ENTRY = re.compile(rb"( *)-(?:[ \t]+(?=[^ \t\n#])|[ \t]*(?:#[^\n]*)?(?:\n|\Z))")
@@ -76,6 +79,8 @@ def file_supported(data: bytes) -> bool:
     if any(marker in data for marker in _FILE_UNSUPPORTED) or any(_starts_line(data, m) for m in _LINE_UNSUPPORTED):
         return False
     if len(data.translate(None, _CONTROL)) != len(data):
+        return False
+    if b"\\" in data and _SURROGATE_ESCAPE.search(data):  # a backslash is found at memchr speed
         return False
     return data.isascii() or not _NOT_PLAIN_TEXT.search(data.decode("utf-8", errors="replace"))
 
