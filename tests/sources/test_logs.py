@@ -134,6 +134,7 @@ def test_byte_range_of_a_shared_file(tmp_path: Path) -> None:
 
 
 def test_parallel_pieces_give_the_same_lines_as_one_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_pool = logs.worker_pool
     monkeypatch.setattr(logs, "PIECE_SIZE", 4096)  # many line-aligned pieces per file
     monkeypatch.setattr(logs, "PARALLEL_THRESHOLD", 0)
     files = []
@@ -152,9 +153,11 @@ def test_parallel_pieces_give_the_same_lines_as_one_pass(tmp_path: Path, monkeyp
                   ScanStats(), workers=workers)
         return seen
 
+    pools: list[int] = []
+    monkeypatch.setattr(logs, "worker_pool", lambda n: pools.append(n) or real_pool(n))
     expected = [(f"{f}.log:{n}", n) for f in range(3) for n in range(7, 2000, 191)]
-    assert collect(1) == expected
-    assert collect(2) == expected
+    assert collect(1) == expected and pools == []
+    assert collect(2) == expected and pools == [2]  # the workers of sources.workers (tests/sources/test_workers.py)
 
 
 def test_impossible_dates_give_no_time_instead_of_an_error() -> None:

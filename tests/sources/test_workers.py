@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-SCAN = """
+SCANS = {
+    "collecting": """
 import sys, time
 from pathlib import Path
 from argo_doctor.sources import bundle
@@ -23,8 +24,22 @@ try:
 except KeyboardInterrupt:
     early.close()
     print("interrupted", file=sys.stderr)
-"""
-"""Stands for `scan --live` while it collects: the workers are forked and wait for object files."""
+""",
+    "log-pass": """
+import sys, time
+from argo_doctor.sources.logs import worker_pool
+pool = worker_pool(2)
+pool.submit(int).result()
+print(" ".join(str(pid) for pid in pool._processes), flush=True)
+try:
+    time.sleep(60)
+except KeyboardInterrupt:
+    pool.shutdown()
+    print("interrupted", file=sys.stderr)
+""",
+}
+"""Stand for `scan --live` while it collects (the workers wait for object files) and for the log pass (the pool
+`scan_logs` makes)."""
 
 
 def _alive(pid: int) -> bool:
@@ -36,8 +51,8 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _start(tmp_path: Path, **options: bool) -> tuple[subprocess.Popen[bytes], list[int]]:
-    proc = subprocess.Popen([sys.executable, "-c", SCAN, str(tmp_path)], stdout=subprocess.PIPE,
+def _start(scan: str, tmp_path: Path, **options: bool) -> tuple[subprocess.Popen[bytes], list[int]]:
+    proc = subprocess.Popen([sys.executable, "-c", SCANS[scan], str(tmp_path)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, **options)
     assert proc.stdout is not None
     pids = [int(pid) for pid in proc.stdout.readline().split()]
@@ -46,8 +61,9 @@ def _start(tmp_path: Path, **options: bool) -> tuple[subprocess.Popen[bytes], li
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="prctl(PR_SET_PDEATHSIG) is Linux's")
-def test_the_workers_die_with_a_killed_scan(tmp_path: Path) -> None:
-    proc, pids = _start(tmp_path)
+@pytest.mark.parametrize("scan", sorted(SCANS))
+def test_the_workers_die_with_a_killed_scan(scan: str, tmp_path: Path) -> None:
+    proc, pids = _start(scan, tmp_path)
     proc.kill()
     proc.wait()
     for pipe in (proc.stdout, proc.stderr):  # which a surviving worker would hold open
@@ -59,8 +75,9 @@ def test_the_workers_die_with_a_killed_scan(tmp_path: Path) -> None:
         time.sleep(0.05)
 
 
-def test_ctrl_c_reaches_the_scan_and_not_its_workers(tmp_path: Path) -> None:
-    proc, pids = _start(tmp_path, start_new_session=True)
+@pytest.mark.parametrize("scan", sorted(SCANS))
+def test_ctrl_c_reaches_the_scan_and_not_its_workers(scan: str, tmp_path: Path) -> None:
+    proc, pids = _start(scan, tmp_path, start_new_session=True)
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: to every process of the group
     _, stderr = proc.communicate(timeout=60)
     assert stderr.decode().strip() == "interrupted"  # no worker's KeyboardInterrupt traceback

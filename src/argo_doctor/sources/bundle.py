@@ -5,14 +5,11 @@ from __future__ import annotations
 import bz2
 import contextlib
 import errno
-import gc
 import gzip
 import io
 import lzma
 import os
-import signal
 import stat
-import sys
 import tarfile
 import tempfile
 import zlib
@@ -21,7 +18,6 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import datetime
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -33,6 +29,7 @@ from argo_doctor.sources.audit import AuditFile
 from argo_doctor.sources.files import UnsafeInput, exists, is_dir, open_input
 from argo_doctor.sources.logs import LogFile
 from argo_doctor.sources.objects import OBJECT_SUFFIXES, FileLoad, ObjectJob, load_object_file, load_yaml_file
+from argo_doctor.sources.workers import pool as worker_pool
 from argo_doctor.timeutil import parse_time
 
 TARBALL_SUFFIXES = (".tar.gz", ".tgz", ".tar")
@@ -91,7 +88,7 @@ class EarlyLoads:
 
     def __init__(self, root: Path, workers: int) -> None:
         self.root = root
-        self.pool = _worker_pool(workers)
+        self.pool = worker_pool(workers)
         self.pool.submit(int).result()  # the fork start method starts every worker with the first job
         self._started: dict[str, tuple[ObjectJob, Future[FileLoad]]] = {}
 
@@ -671,7 +668,7 @@ def _parallel_loads(files: Sequence[ObjectJob], workers: int, early: EarlyLoads 
     it, which becomes one problem, and never reaches this process."""
     alone: ProcessPoolExecutor | None = None
     with contextlib.ExitStack() as stack:
-        pool = early.pool if early is not None else stack.enter_context(_worker_pool(workers))
+        pool = early.pool if early is not None else stack.enter_context(worker_pool(workers))
         futures = [(early.take(job) if early is not None else None) or _submit(pool, job) for job in files]
         try:
             for job, future in zip(files, futures, strict=True):
@@ -680,7 +677,7 @@ def _parallel_loads(files: Sequence[ObjectJob], workers: int, early: EarlyLoads 
                     continue
                 except BrokenProcessPool:
                     pass
-                alone = alone or _worker_pool(1)
+                alone = alone or worker_pool(1)
                 try:
                     yield alone.submit(_load_packed, job).result()
                 except BrokenProcessPool:
@@ -691,34 +688,6 @@ def _parallel_loads(files: Sequence[ObjectJob], workers: int, early: EarlyLoads 
         finally:
             if alone is not None:
                 alone.shutdown()
-
-
-def _worker_pool(workers: int) -> ProcessPoolExecutor:
-    """A pool of `workers` forked parsing processes (see `_worker_start`), to use while the thread that makes it
-    lives: the workers die with it."""
-    return ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_worker_start,
-                               initargs=(os.getpid(),))
-
-
-_PR_SET_PDEATHSIG = 1
-"""prctl(2): the signal a process gets when the thread that forked it ends (the pool's first submit forks them)."""
-
-
-def _worker_start(parent: int) -> None:
-    """How a parsing worker starts: without the cyclic GC (what it parses is freed by reference counting); deaf
-    to Ctrl-C, which a terminal sends to every process of the group and which the scan answers by stopping the
-    pool; ended by SIGTERM and SIGHUP without the scan's handlers; and killed when the scan's process dies (else,
-    the scan killed by the OOM killer, it would wait on the pool's queue for ever)."""
-    gc.disable()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for signo in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signo, signal.SIG_DFL)
-    if sys.platform == "linux":
-        import ctypes  # here, not at the top: a few ms that only a worker spends
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the scan died before the line above
-        os._exit(1)
 
 
 def _submit(pool: ProcessPoolExecutor, job: ObjectJob) -> Future[FileLoad]:

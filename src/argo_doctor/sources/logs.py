@@ -7,10 +7,8 @@ import io
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,6 +16,7 @@ import msgspec
 
 from argo_doctor.model import Problem
 from argo_doctor.sources.files import open_input
+from argo_doctor.sources.workers import pool as worker_pool
 from argo_doctor.timeutil import parse_time
 
 CHUNK_SIZE = 1 << 20
@@ -478,7 +477,7 @@ def scan_logs(
     workers = workers or os.cpu_count() or 1
     total = sum(_size(f) for f in files)
     if workers > 1 and len(work) > 1 and total >= PARALLEL_THRESHOLD:
-        with ProcessPoolExecutor(min(workers, len(work)), mp_context=get_context("fork")) as pool:
+        with worker_pool(min(workers, len(work))) as pool:
             results: Iterator[_Raw] = pool.map(_run_prefilter, work)
             _deliver_all(pieces, results, files, tables, dispatch, problems, reference, stats)
     else:
