@@ -308,3 +308,21 @@ def test_a_component_is_found_by_its_template_labels_whatever_their_values(snap:
     assert snap.component_name(workload({}, "argocd-repo-server-5d9")) == "repo-server"
     assert snap.component_of_pod("elsewhere", "argocd-repo-server-5d9-abc") == "repo-server"
     assert snap.component_of_pod("elsewhere", "web-1") is None
+
+
+def _event(name: str, kind: str, about: str, namespace: str, when: str, kind_of_event: str = "Warning") -> RawObject:
+    return RawObject({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": namespace},
+                      "type": kind_of_event, "reason": "R", "message": name, "lastTimestamp": when,
+                      "involvedObject": {"kind": kind, "name": about, "namespace": namespace}}, f"events.yaml#{name}")
+
+
+def test_events_about_an_object_in_any_namespace_oldest_first() -> None:
+    snap = Snapshot("test")
+    for raw in (_event("late", "Rollout", "api", "a", "2026-11-20T10:05:00Z"),
+                _event("other-ns", "Rollout", "api", "b", "2026-11-20T10:03:00Z"),
+                _event("early", "Rollout", "api", "a", "2026-11-20T10:01:00Z", "Normal"),
+                _event("other-kind", "Deployment", "api", "a", "2026-11-20T10:02:00Z"),
+                _event("other-name", "Rollout", "web", "a", "2026-11-20T10:04:00Z")):
+        snap.add(raw)
+    assert [e.message for e in snap.events_about("Rollout", "api")] == ["early", "other-ns", "late"]
+    assert snap.events_about("Application", "api") == []

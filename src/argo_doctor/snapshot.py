@@ -692,6 +692,20 @@ class Snapshot:
         result = [normalise_event(e) for e in self.of_kind("Event")]
         return sorted(result, key=lambda e: e.time or datetime.min.replace(tzinfo=UTC))
 
+    def events_about(self, kind: str, name: str) -> list[KEvent]:
+        """The Events whose involved object is the `kind` named `name`, in any namespace, oldest first."""
+        return self._events_by_involved.get((kind, name), [])
+
+    @cached_property
+    def _events_by_involved(self) -> dict[tuple[str, str], list[KEvent]]:
+        """`events` by the kind and name of their involved object (a rule reading them per object would otherwise
+        read every Event for every object: 2,000 Applications × 282 Events in the benchmark)."""
+        index: dict[tuple[str, str], list[KEvent]] = defaultdict(list)
+        for event in self.events:
+            if event.involved is not None:
+                index[(event.involved.kind, event.involved.name)].append(event)
+        return index
+
     def audit(self) -> Iterator[AuditEvent]:
         """Stream every audit record, file by file; problems go to `problems`."""
         for audit_file in self.audit_files:

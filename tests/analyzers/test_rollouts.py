@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from argo_doctor.analyzers import Context
+from argo_doctor.analyzers.rollout_stuck_degraded import MAX_EVENTS, _events
 from argo_doctor.engine import run_scan, select_analyzers
+from argo_doctor.health import HealthAssessor
 from argo_doctor.model import Finding, Severity
+from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources import bundle
+from argo_doctor.sources.objects import RawObject
 from tests.conftest import BUNDLES, EXAMPLES, scan_json
 
 RULES = ("rollout-stuck-degraded", "rollout-degraded")
@@ -166,3 +172,21 @@ def test_the_stuck_rollout_example() -> None:
     assert [f["severity"] for f in stuck] == ["high"]
     assert stuck[0]["title"].startswith("Rollout storefront/frontend is stuck Degraded")
     assert sorted(f["title"].split(" ")[1] for f in degraded) == ["storefront/cart", "storefront/recommendations"]
+
+
+def test_a_stuck_rollout_cites_its_own_warning_events() -> None:
+    """The Rollout's Warning Events, in its namespace, the last MAX_EVENTS of them; not a namesake's, not Normal."""
+    snap = Snapshot("test")
+    snap.add(RawObject({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                        "metadata": {"name": "api", "namespace": "a"}}, "rollouts.yaml:1"))
+    events = [("w0", "a", "Warning"), ("w1", "a", "Warning"), ("w2", "a", "Warning"), ("w3", "a", "Warning"),
+              ("other-ns", "b", "Warning"), ("n1", "a", "Normal")]
+    for minute, (name, namespace, type_) in enumerate(events):
+        snap.add(RawObject({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": namespace},
+                            "type": type_, "reason": "R", "message": name,
+                            "lastTimestamp": f"2026-11-20T10:0{minute}:00Z",
+                            "involvedObject": {"kind": "Rollout", "name": "api", "namespace": namespace}},
+                           f"events.yaml#{name}"))
+    (rollout,) = snap.of_kind("Rollout", "argoproj.io")
+    cited = _events(Context(snap, cast(HealthAssessor, None)), rollout)  # the Events need no health
+    assert MAX_EVENTS == 3 and [e.excerpt.rsplit(": ", 1)[-1] for e in cited] == ["w1", "w2", "w3"]

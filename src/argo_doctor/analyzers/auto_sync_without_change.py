@@ -23,7 +23,7 @@ from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural, resource_ref
 from argo_doctor.facts.webhooks import CONFIG_KINDS, WEBHOOK_NEEDS, failed_webhook_name
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
-from argo_doctor.snapshot import KEvent, Obj
+from argo_doctor.snapshot import Obj
 from argo_doctor.sources.audit import AuditEvent
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_int, as_list, mapping
@@ -230,7 +230,6 @@ class AutoSyncWithoutChange(Analyzer):
         """Applications some of whose writes after the last deploy were not kept."""
         self._index: dict[tuple[str, str], list[_Line]] | None = None
         self._sorted: dict[tuple[str, tuple[str, ...]], tuple[list[datetime], list[_Line]]] = {}
-        self._app_events: dict[str, list[KEvent]] | None = None
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
         """Keep the lines (bounded) for correlation with each Application's syncs."""
@@ -290,7 +289,7 @@ class AutoSyncWithoutChange(Analyzer):
         for record, match in self._app_lines(app, "argocd.automated-sync"):
             if match is not None and match.group("revision") == deployed and record.time and record.time > since:
                 candidates.append((record.time, log_evidence(record)))
-        for event in self._events_of(ctx, app.name):
+        for event in ctx.snap.events_about("Application", app.name):
             if f"automated sync to '{deployed}'" in event.message and event.time and event.time > since:
                 candidates.append((event.time, event_evidence(event)))
         candidates.extend(self._audit_bursts(ctx, app, since))
@@ -303,15 +302,6 @@ class AutoSyncWithoutChange(Analyzer):
                 same.evidence.append(item)
         found.sort(key=lambda i: i.start)
         return found
-
-    def _events_of(self, ctx: Context, name: str) -> list[KEvent]:
-        """The Events about the Applications named `name`, oldest first (indexed once: apps × events otherwise)."""
-        if self._app_events is None:
-            self._app_events = defaultdict(list)
-            for event in ctx.snap.events:
-                if event.involved is not None and event.involved.kind == "Application":
-                    self._app_events[event.involved.name].append(event)
-        return self._app_events.get(name, [])
 
     def on_audit(self, event: AuditEvent) -> None:
         """Keep the application controller's completed writes, by object, as bursts (bounded)."""
