@@ -121,11 +121,10 @@ _INT = re.compile(r"-?[0-9]{1,19}")
 
 def as_int(value: Any, default: int = 0) -> int:
     """An integer field that may have been written as a string; `default` when it is neither, or past int64."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value if -(1 << 63) <= value < 1 << 63 else default
     if isinstance(value, str) and _INT.fullmatch(text := value.strip()):
-        number = int(text)
-        return number if -(1 << 63) <= number < 1 << 63 else default
+        value = int(text)
+    if isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < 1 << 63:
+        return value
     return default
 
 
