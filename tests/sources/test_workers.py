@@ -1,16 +1,21 @@
-"""The forked parsing workers stay out of the way: deaf to the terminal's Ctrl-C, which the scan answers, and gone
-when the scan's process is killed (by the OOM killer, say) instead of waiting on the pool's queue for ever."""
+"""The forked workers stay out of the way: deaf to the terminal's Ctrl-C, which the scan answers, and gone when the
+scan's process is killed (by the OOM killer, say) instead of waiting on the pool's queue for ever; and a forked call
+gives its result, or ForkFailed, and never outlives its block."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from argo_doctor.sources.workers import Forked, ForkFailed
 
 SCANS = {
     "collecting": """
@@ -37,9 +42,20 @@ except KeyboardInterrupt:
     pool.shutdown()
     print("interrupted", file=sys.stderr)
 """,
+    "forked-rules": """
+import sys, time
+from argo_doctor.sources.workers import Forked
+with Forked(lambda: time.sleep(60)) as one, Forked(lambda: time.sleep(60)) as two:
+    print(one.pid, two.pid, flush=True)
+    try:
+        time.sleep(60)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+""",
 }
-"""Stand for `scan --live` while it collects (the workers wait for object files) and for the log pass (the pool
-`scan_logs` makes)."""
+"""Stand for `scan --live` while it collects (the workers wait for object files), for the log pass (the pool
+`scan_logs` makes) and for the audit-reading rules in their forked copy (two copies here, as the checks want two
+processes)."""
 
 
 def _alive(pid: int) -> bool:
@@ -82,3 +98,33 @@ def test_ctrl_c_reaches_the_scan_and_not_its_workers(scan: str, tmp_path: Path) 
     _, stderr = proc.communicate(timeout=60)
     assert stderr.decode().strip() == "interrupted"  # no worker's KeyboardInterrupt traceback
     assert not any(_alive(pid) for pid in pids)
+
+
+def test_a_forked_call_sends_back_what_it_returns() -> None:
+    parent = os.getpid()
+    with Forked(lambda: {"pid": os.getpid(), "gc": gc.isenabled(), "items": [1.5, "two", None]}) as away:
+        got = away.result()
+    assert got["pid"] != parent and got["gc"] is False and got["items"] == [1.5, "two", None]
+    assert away.pid is None  # reaped
+
+
+def _dies() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would
+
+
+def _raises() -> None:
+    raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("call", [_dies, _raises, lambda: lambda: None], ids=["killed", "raised", "unpicklable"])
+def test_a_forked_call_that_gives_nothing_raises_fork_failed(call: Callable[[], object]) -> None:
+    with Forked(call) as away, pytest.raises(ForkFailed):
+        away.result()
+    assert away.pid is None
+
+
+def test_leaving_the_block_early_kills_the_copy() -> None:
+    with Forked(lambda: time.sleep(60)) as away:
+        pid = away.pid
+        assert pid is not None and _alive(pid)
+    assert away.pid is None and not _alive(pid)

@@ -1,14 +1,19 @@
-"""Pools of forked worker processes for the passes that parse in parallel (object files, log files), and how each
-worker starts."""
+"""Pools of forked worker processes for the passes that parse in parallel (object files, log files), a single forked
+call (the audit-reading rules beside the others), and how each worker starts."""
 
 from __future__ import annotations
 
 import gc
 import os
+import pickle
 import signal
 import sys
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
+from typing import Generic, TypeVar, cast
+
+T = TypeVar("T")
 
 _PR_SET_PDEATHSIG = 1
 """prctl(2): the signal a process gets when the thread that forked it ends (the pool's first submit forks them)."""
@@ -35,3 +40,70 @@ def _start(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the scan died before the line above
         os._exit(1)
+
+
+class ForkFailed(Exception):
+    """A forked call gave no result: its process died, or what it returned could not be pickled."""
+
+
+class Forked(Generic[T]):
+    """`call()` running in a forked copy of this process, started as a pool's workers are (see `_start`), that sends
+    what it returns back pickled through a pipe. A context manager: leaving the block before `result` kills the
+    copy. Fork only while this thread is the process's only one (a lock held by another would stay held)."""
+
+    def __init__(self, call: Callable[[], T]) -> None:
+        parent = os.getpid()
+        read, write = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(write)
+            raise
+        if pid == 0:
+            code = 1
+            try:
+                os.close(read)
+                _start(parent)
+                data = pickle.dumps(call(), pickle.HIGHEST_PROTOCOL)
+                with open(write, "wb") as pipe:
+                    pipe.write(data)
+                code = 0
+            finally:
+                os._exit(code)  # no exit handlers, no flush of buffers the parent also holds; exceptions: code 1
+        os.close(write)
+        self._pid: int | None = pid
+        self._pipe = open(read, "rb")  # noqa: SIM115 (closed by result or __exit__)
+
+    @property
+    def pid(self) -> int | None:
+        """The forked process's id; None once it is reaped."""
+        return self._pid
+
+    def __enter__(self) -> Forked[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pid is not None:
+            os.kill(self._pid, signal.SIGKILL)
+            self._reap()
+
+    def result(self) -> T:
+        """What the call returned; ForkFailed when its process ended without sending it."""
+        try:
+            data = self._pipe.read()
+        except BaseException:  # e.g. KeyboardInterrupt: leave no copy running
+            self.__exit__()
+            raise
+        status = self._reap()
+        if status != 0:
+            raise ForkFailed(f"the forked process ended with status {status}")
+        try:
+            return cast(T, pickle.loads(data))
+        except Exception as exc:  # a truncated pickle: the process died while writing
+            raise ForkFailed(f"the forked process sent no result: {exc}") from exc
+
+    def _reap(self) -> int:
+        self._pipe.close()
+        pid, self._pid = self._pid, None
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) if pid is not None else 0
