@@ -9,12 +9,15 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
+from argo_doctor import cli as cli_module
 from argo_doctor.cli import main
 from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.model import Problem
@@ -302,6 +305,26 @@ def test_timeline_reports_the_input_notes_and_errors(tmp_path: Path) -> None:
         ("broken.yaml:2", "error"), ("monday.yaml:1", "note"), ("Lua health scripts", "note")}
     window = CliRunner().invoke(main, ["timeline", str(EXAMPLES / "argocd-basic"), "--around", "2000-01-01T00:00:00Z"])
     assert window.stdout.splitlines()[0].startswith("no timeline entry: none of the ")
+
+
+def test_the_scan_command_makes_no_cyclic_collection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`scan` loads, scans and reports without cyclic collection, as it makes few cycles, and leaves what it made
+    out of the collections that follow (the first would walk it all), with collection on again."""
+    seen = []
+
+    def spy(real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            seen.append(gc.isenabled())
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(cli_module.bundle, "load", spy(cli_module.bundle.load))
+    monkeypatch.setattr(cli_module, "run_scan", spy(cli_module.run_scan))
+    monkeypatch.setitem(cli_module.REPORTERS, "json", spy(cli_module.REPORTERS["json"]))
+    frozen = gc.get_freeze_count()
+    code, _ = _scan(str(EXAMPLES / "incidents" / "unwanted-sync"), "-o", "json", "--fail-on", "never")
+    assert code == 0 and seen == [False, False, False] and gc.isenabled()
+    assert gc.get_freeze_count() > frozen
 
 
 @pytest.mark.parametrize("enabled", [True, False])
