@@ -373,8 +373,9 @@ def scan(
     Exit status: 0 when no finding reaches --fail-on, 1 when one does, 2 for a usage error or
     unreadable input.
     """
-    # no cyclic GC: what the command makes lives until it ends, and it makes few cycles (737 objects on the bench
-    # bundle), while each collection after a load or a pass would walk everything that the pass made
+    # no cyclic GC (in `timeline` and `map` too): what the command makes lives until it ends, and it makes few
+    # cycles (737 objects on the bench bundle), while each collection after a load or a pass would walk everything
+    # that the pass made
     with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir, \
             gc_paused(freeze=True):
         analyzers = select_analyzers(rules, skip_rules)
@@ -405,7 +406,8 @@ def timeline(
 ) -> None:
     """Print one ordered timeline of every timestamped fact of every component, with the causal
     chains the findings establish."""
-    with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+    with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir, \
+            gc_paused(freeze=True):  # as `scan`
         centre = parse_time(around) if around else None
         width = parse_go_duration(window)
         if around and centre is None:
@@ -605,7 +607,8 @@ def map_command(paths: tuple[Path, ...], output: str, **live_kwargs: Any) -> Non
 
     Exit status: 0, or 2 for a usage error or unreadable input.
     """
-    with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+    with _errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir, \
+            gc_paused(freeze=True):  # as `scan`
         snap = guard.watch(_snapshot(paths, Path(workdir), _live_args(live_kwargs), map_needs()))
         found = installation_map(snap)
         if output == "sarif":
