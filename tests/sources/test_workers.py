@@ -23,8 +23,8 @@ import sys, time
 from pathlib import Path
 from argo_doctor.sources import bundle
 early = bundle.EarlyLoads(Path(sys.argv[1]), 2)
-print(" ".join(str(pid) for pid in early.pool._processes), flush=True)
 try:
+    print(" ".join(str(pid) for pid in early.pool._processes), flush=True)
     time.sleep(60)
 except KeyboardInterrupt:
     early.close()
@@ -35,8 +35,8 @@ import sys, time
 from argo_doctor.sources.logs import worker_pool
 pool = worker_pool(2)
 pool.submit(int).result()
-print(" ".join(str(pid) for pid in pool._processes), flush=True)
 try:
+    print(" ".join(str(pid) for pid in pool._processes), flush=True)
     time.sleep(60)
 except KeyboardInterrupt:
     pool.shutdown()
@@ -46,8 +46,8 @@ except KeyboardInterrupt:
 import sys, time
 from argo_doctor.sources.workers import Forked
 with Forked(lambda: time.sleep(60)) as one, Forked(lambda: time.sleep(60)) as two:
-    print(one.pid, two.pid, flush=True)
     try:
+        print(one.pid, two.pid, flush=True)
         time.sleep(60)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -55,7 +55,8 @@ with Forked(lambda: time.sleep(60)) as one, Forked(lambda: time.sleep(60)) as tw
 }
 """Stand for `scan --live` while it collects (the workers wait for object files), for the log pass (the pool
 `scan_logs` makes) and for the audit-reading rules in their forked copy (two copies here, as the checks want two
-processes)."""
+processes). Each prints its workers' ids inside its `try`, so that the SIGINT the test sends once it reads them
+always meets the handler."""
 
 
 def _alive(pid: int) -> bool:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from argo_doctor.facts.clock import probe_samples
 from argo_doctor.helm.scan import scan_chart
@@ -113,6 +115,120 @@ def test_the_flow_bound_counts_to_its_budget_exactly(sequences: int, mappings: i
     assert objects._may_nest_deeper(one.encode()) is deep
     split = "a: " + "[" * sequences + "\n---\nb: " + "{" * mappings + "\n"
     assert objects._may_nest_deeper(split.encode()) is (2 * sequences > 127 or mappings > 127)
+
+
+EVENT = """\
+- apiVersion: v1
+  count: 3
+  involvedObject:
+    fieldPath: spec.containers{{app}}
+    kind: Pod
+    name: api-{i}
+    namespace: shop
+  kind: Event
+  message: Back-off restarting failed container app in pod api-{i}_shop(0932{i:04d})
+  metadata:
+    name: api-{i}.18a{i:04d}
+    namespace: shop
+  reason: BackOff
+  type: Warning
+"""
+
+
+def test_braces_inside_scalars_leave_a_list_of_events_to_the_fast_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kubectl get events -o yaml`: every Event about a container names it `spec.containers{app}`, hundreds of
+    braces that open nothing; the file is read by yaml-rs, as PyYAML reads it, not by the guarded composer."""
+    data = ("apiVersion: v1\nitems:\n" + "".join(EVENT.format(i=i) for i in range(300))
+            + "kind: List\nmetadata:\n  resourceVersion: \"\"\n").encode()
+    assert not objects._may_nest_deeper(data)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("read by PyYAML")
+
+    monkeypatch.setattr(objects, "_pyyaml_documents", refused)
+    (tmp_path / "events.yaml").write_bytes(data)
+    problems: list[Problem] = []
+    read = [(raw.data, raw.location) for raw in read_object_file(tmp_path / "events.yaml", "events.yaml", problems)]
+    monkeypatch.undo()
+    assert problems == [] and len(read) == 300
+    assert [doc for doc, _ in read] == yaml.load(data, Loader=yaml.CSafeLoader)["items"]
+    assert read[1][1] == "events.yaml:17" and read[0][0]["involvedObject"]["fieldPath"] == "spec.containers{app}"
+
+
+@pytest.mark.parametrize("text", [
+    "k: [" + "a[" * 400 + "]" * 401 + "\n",
+    "k: {" + "a{" * 400 + "}" * 401 + "\n",
+    "- [x, " + "b.[" * 400 + "]" * 401 + "\n",
+])
+def test_a_bracket_after_a_scalar_opens_nothing_deep(text: str, tmp_path: Path) -> None:
+    """A `[` or `{` right after a scalar's byte in a flow collection is not counted: libyaml stops at the first one
+    with an error, before anything deeper is composed, and the file is one problem with its line."""
+    data = text.encode()
+    assert not objects._may_nest_deeper(data)
+    assert _event_depth(data) <= 3
+    (tmp_path / "f.yaml").write_bytes(data)
+    objs, problems = _read(tmp_path / "f.yaml")
+    assert objs == [] and len(problems) == 1 and problems[0].message.startswith("invalid YAML")
+    assert problems[0].location == "f.yaml:1"
+
+
+def _event_depth(data: bytes) -> int:
+    """How deep libyaml's parser nests collections before the end or its first error."""
+    depth = deepest = 0
+    try:
+        for event in yaml.parse(data, Loader=yaml.CSafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                deepest = max(deepest, depth)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        pass
+    return deepest
+
+
+@pytest.mark.parametrize("text", [
+    "[a,[b,[c,[d]]]]",  # after a comma
+    '{"a":{"b":{"c":{}}}}',  # after a JSON-like key's colon
+    "[?[?[?[a]]]]",  # after a key indicator, which needs no blank in a flow collection
+    "[\n[\n[\n[a]]]]", "[\t[\t[\t[a]]]]", "[\r[\r[\r[a]]]]", "[ [ [ [a]]]]",  # after a line break or a blank
+    "\ufeff[\u0085[\u2028[\u2029[a]]]]",  # after a BOM, NEL, LS, PS (line breaks in YAML 1.1)
+])
+def test_the_flow_bound_counts_every_kind_of_opening(text: str) -> None:
+    data = text.encode()
+    end = len(data)
+    assert 4 <= _flow_depth(data) <= 2 * objects._openings(data, b"[", end, 0, end, True) + objects._openings(
+        data, b"{", end, 0, end, True)
+
+
+@settings(max_examples=3000, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.text(alphabet="ab[]{},:? -\"'!&*|>#.=\\@\n\t", max_size=30), st.booleans())
+def test_the_flow_bound_holds_on_any_text(text: str, in_mapping: bool) -> None:
+    """libyaml's flow nesting never exceeds 2 × the `[` and the `{` that may open a collection, on any text: the
+    bound _may_nest_deeper relies on."""
+    data = (("k: " if in_mapping else "") + text).encode()
+    flow = _flow_depth(data)
+    end = len(data)
+    assert flow <= 2 * objects._openings(data, b"[", end, 0, end, True) + objects._openings(data, b"{", end, 0, end,
+                                                                                           True)
+
+
+def _flow_depth(data: bytes) -> int:
+    """How deep libyaml's parser nests flow collections before the end or its first error."""
+    stack: list[bool] = []
+    deepest = 0
+    try:
+        for event in yaml.parse(data, Loader=yaml.CSafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                stack.append(bool(event.flow_style))
+                deepest = max(deepest, sum(stack))
+            elif isinstance(event, yaml.CollectionEndEvent):
+                stack.pop()
+    except yaml.YAMLError:
+        pass
+    return deepest
 
 
 def _depth(node: yaml.Node) -> int:

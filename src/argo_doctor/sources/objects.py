@@ -91,8 +91,12 @@ _PREFIXES = bytes(
 """Maps the bytes a line prefix may hold (spaces, tabs, the `- ? :` indicators, a BOM, which libyaml skips) to a
 space, the bytes that end a line (the last byte of NEL, LS and PS too) to a newline, and the others to `x`."""
 _LONG_PREFIX = b"\n" + b" " * _PREFIX_LIMIT
-_EMPTY_SEQUENCE = re.compile(rb"\[\]")  # re finds a literal faster than bytes.count does
-_EMPTY_MAPPING = re.compile(rb"\{\}")
+_OPENS_AFTER = bytes(1 if c >= 0x80 or c in b" \t\r\n[]{},:?-\"'!&*|>" else 0 for c in range(256))
+"""Whether a `[` or `{` right after this byte may open a collection that libyaml composes: after a blank, a line
+break, an indicator, a quote or a non-ASCII byte (a BOM, NEL, LS, PS). After any other byte (a letter, a digit, `.`,
+`/`, `=`…) it is inside a scalar (`fieldPath: spec.containers{app}`, in every Event about a container), or it ends a
+plain scalar in a flow collection, where libyaml (and yaml-rs) stop with an error before composing anything
+deeper; a tag or an anchor needs a blank before it."""
 _DOCUMENT_START = re.compile(rb"\n---(?=[ \t\r\n]|\Z)")
 
 
@@ -381,25 +385,35 @@ def _may_nest_deeper(data: bytes) -> bool:
     A block collection starts after nothing but indentation and `- `, `? `, `: ` indicators on its line (libyaml
     refuses one after a scalar or a tag on the same line), and each column holds at most two levels (a mapping,
     and the sequence that is the value of one of its keys), so block nesting is below 2 × the longest such line
-    prefix. Every flow collection that holds something starts with a `[` or `{` not directly closed, and each
+    prefix. Every flow collection that holds something starts with a `[` or `{` not directly closed, after a byte
+    that may precede one (`_OPENS_AFTER`: not a letter, a digit, `.`, `/`…, as in `spec.containers{app}`), and each
     `[` may hold one implicit single-pair mapping. A document ends at a `---` line whatever it is in (a block
     scalar, a quoted scalar: there libyaml stops with an error), so flow nesting is counted per document."""
     if _long_prefix(data):
         return True
     budget = MAX_YAML_DEPTH - 2 * _PREFIX_LIMIT - 1
-    sequences = _count_upto(data, b"[", budget // 2)
-    if 2 * sequences + _count_upto(data, b"{", budget - 2 * sequences) <= budget:
+    if not _flow_over(data, 0, len(data), budget, empty=True):
         return False
     return any(_flow_over(data, start, end, budget) for start, end in fast_yaml.document_spans(data))
 
 
-def _count_upto(data: bytes, byte: bytes, limit: int) -> int:
-    """How many times `byte` is in `data`, up to limit + 1: bytes.find scans at memchr speed, several times faster
-    than bytes.count, and the scan stops past the limit."""
-    count, at = 0, data.find(byte)
+def _flow_over(data: bytes, start: int, end: int, budget: int, empty: bool = False) -> bool:
+    """Whether the bound of flow nesting in data[start:end], 2 × `[` + `{` that may open a collection, exceeds
+    `budget`; an empty `[]` or `{}` is counted only with `empty` (for a first, cheaper, look at the whole file)."""
+    sequences = _openings(data, b"[", budget // 2, start, end, empty)
+    return 2 * sequences + _openings(data, b"{", budget - 2 * sequences, start, end, empty) > budget
+
+
+def _openings(data: bytes, byte: bytes, limit: int, start: int, end: int, empty: bool) -> int:
+    """How many `byte` (`[` or `{`) in data[start:end] may open a collection (see _OPENS_AFTER), up to limit + 1;
+    one closed right after it (`[]`) only with `empty`. bytes.find scans at memchr speed, several times faster than
+    bytes.count, and the scan stops past the limit."""
+    close = 0x5D if byte == b"[" else 0x7D
+    count, at = 0, data.find(byte, start, end)
     while at >= 0 and count <= limit:
-        count += 1
-        at = data.find(byte, at + 1)
+        if (at == 0 or _OPENS_AFTER[data[at - 1]]) and (empty or at + 1 >= end or data[at + 1] != close):
+            count += 1
+        at = data.find(byte, at + 1, end)
     return count
 
 
@@ -411,17 +425,6 @@ def _long_prefix(data: bytes) -> bool:
         if _LONG_PREFIX in chunk or (start == 0 and chunk.startswith(_LONG_PREFIX[1:])):
             return True
     return False
-
-
-def _flow_over(data: bytes, start: int, end: int, budget: int) -> bool:
-    """Whether the bound of flow nesting in data[start:end] exceeds `budget` (empty `[]` and `{}` are only
-    counted out when the raw count is over)."""
-    sequences, mappings = data.count(b"[", start, end), data.count(b"{", start, end)
-    if 2 * sequences + mappings <= budget:
-        return False
-    sequences -= len(_EMPTY_SEQUENCE.findall(data, start, end))
-    mappings -= len(_EMPTY_MAPPING.findall(data, start, end))
-    return 2 * sequences + mappings > budget
 
 
 def _line_of_offset(data: bytes, offset: int) -> int:
