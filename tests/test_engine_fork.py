@@ -128,6 +128,11 @@ class _AsksForHealth(_Reader):
         return str(health.status if health is not None else None)
 
 
+class _ReadsScripts(_Reader):
+    def look(self, ctx: Context) -> str:
+        return str(len(ctx.health.scripts.problems))
+
+
 class _DiesInTheCopy(_Reader):
     def __init__(self) -> None:
         super().__init__()
@@ -145,7 +150,7 @@ class _Crashes(_Reader):
         raise ValueError("half-way")
 
 
-@pytest.mark.parametrize("rule", [_AsksForHealth, _DiesInTheCopy, _Crashes])
+@pytest.mark.parametrize("rule", [_AsksForHealth, _ReadsScripts, _DiesInTheCopy, _Crashes])
 def test_the_scan_runs_the_copy_s_rules_when_the_copy_cannot(
     rule: type[_Reader], tmp_path: Path, copies: list[str]
 ) -> None:

@@ -331,6 +331,14 @@ def test_the_scanning_commands_make_no_cyclic_collection(command: str, monkeypat
     assert gc.get_freeze_count() > frozen
 
 
+def test_a_failing_scan_freezes_nothing() -> None:
+    """An error's traceback may hold the whole snapshot in a cycle: frozen, it would outlive the command in a caller's
+    process."""
+    frozen = gc.get_freeze_count()
+    code, out = _scan(str(EXAMPLES / "incidents" / "unwanted-sync"), "--option", "node-clock-skew.min-samples=abc")
+    assert code == 2 and "is not a number" in out and gc.get_freeze_count() <= frozen and gc.isenabled()
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_scan_leaves_garbage_collection_as_it_found_it(enabled: bool, tmp_path: Path) -> None:
     """The log and audit passes run without cyclic collection, which is switched back on after them."""

@@ -11,14 +11,14 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from argo_doctor import knowledge
 from argo_doctor.analyzers import BASE_NEEDS, Analyzer, Context, all_analyzers
 from argo_doctor.errors import ConfigError
 from argo_doctor.facts.installation import INSTALLATION_NEEDS, InstalledComponent, component_permissions, installation
 from argo_doctor.facts.rbac import Permissions
-from argo_doctor.health import Health, HealthAssessor, HealthProblem, LuaHealthScripts
+from argo_doctor.health import HealthAssessor, HealthProblem, LuaHealthScripts
 from argo_doctor.health.assess import BUILTIN_LUA_CHECKS, GO_BUILTIN_CHECKS
 from argo_doctor.health.cache import installed_argocd_version, scripts_for
 from argo_doctor.health.types import LUA_SCRIPTS_LOCATION
@@ -170,7 +170,10 @@ def run_scan(
 
     The rules that read the audit log run with the audit pass in a forked copy of this process, beside the others,
     when `workers` allows it (0: with a CPU to spare and at least SPLIT_MIN_OBJECTS objects; 1: never; more: always);
-    the result is the same either way, in the same order."""
+    the result is the same either way, in the same order. The copy has no health assessor (the Lua worker is this
+    process's): were a rule there to ask for health, which none does (every example and test bundle is checked),
+    the scan would run the copy's rules itself, after the others, whose health calls would then come first (the
+    order of health's notes, and which objects a spent Lua budget leaves unassessed, could differ)."""
     stats = ScanStats()
     options = options or {}
     # no cyclic GC: 0.3 s per full collection on the benchmark bundle, several per pass, and while a forked copy
@@ -244,10 +247,11 @@ class _ParentOnly(BaseException):
     BaseException, so that no rule's `except Exception` takes it for a result."""
 
 
-class _NoHealth(HealthAssessor):
-    """The forked copy's health assessor: it refuses, and the scan then runs the copy's rules itself."""
+class _NoHealth:
+    """The forked copy's stand-in for the health assessor: any use of it (`assess`, `scripts`, `problems`…) raises
+    _ParentOnly, and the scan then runs the copy's rules itself."""
 
-    def assess(self, obj: Mapping[str, Any]) -> Health | None:
+    def __getattr__(self, name: str) -> Any:
         raise _ParentOnly
 
 
@@ -294,7 +298,7 @@ def _fork_group(
     if not wanted or threading.active_count() > 1:
         return None
     try:
-        return Forked(partial(_run_group, snap, group, _NoHealth(), options))
+        return Forked(partial(_run_group, snap, group, cast(HealthAssessor, _NoHealth()), options))
     except OSError:
         return None
 

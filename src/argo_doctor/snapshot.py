@@ -48,15 +48,17 @@ def gc_paused(freeze: bool = False) -> Iterator[None]:
     """No cyclic garbage collection inside, the setting restored after: for work that allocates objects by the
     hundred thousand, none of them in a cycle (a snapshot's objects, the records of the log and audit passes, pages
     of a live listing), where every full collection would walk all that lives again for nothing. `freeze`: what
-    lives when the block ends is left out of later collections (`gc.freeze`), for a command about to end, where the
-    first collection would otherwise walk all that the block made (0.1 s after a scan of the bench bundle)."""
+    lives when the block ends without an exception is left out of later collections (`gc.freeze`), for a command
+    about to end, where the first collection would otherwise walk all that the block made (0.1 s after a scan of the
+    bench bundle); not after an exception, whose traceback may hold it all in a cycle that only a collection frees
+    (a caller in the same process, such as the tests, would keep it)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
-    finally:
         if freeze:
             gc.freeze()
+    finally:
         if enabled:
             gc.enable()
 

@@ -148,6 +148,7 @@ def test_a_kubectl_document_takes_the_fast_path() -> None:
     "a: &x 1\nb: *x\n", "? [1, 2]\n: x\n", ": x\n", "a: {[1]: 2}\n", "a: {{ x }}\n",  # anchors, odd keys
     "[ ]: x\n", "b:\n  {}: x\n", "a: {[1], b}\n", "a: {x, {y}}\n",  # collections as keys, with and without `:`
     'a: "\\ud83d\\ude00"\n', 'a: "\\U0000D83D"\n',  # escaped surrogates: a character in yaml-rs, refused by libyaml
+    '{"a":&x{"b":1}}\n', 'k: {"a":&x{"b":&y{}}}\n', '{"a":!!int "1"}\n',  # right after a JSON-like key's colon
     "a: [>x]\n", ">\n>.5\n", "a: >\n", "a: |\n  x",  # block scalars where none may be, at the end
     "b: {a: |\n  x\n}\n", "b: {c: 1,\n  a: >\n  x}\n", "- pause: {duration: |30s}\n", "a: |30s\n",
     "a: 1\na: 2\n", "a:\tb\n", "\ufeffa: 1\n", "a: b\x85c: d\n", "a: 1\r\nb: 2\r\n",  # duplicates, odd bytes

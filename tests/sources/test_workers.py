@@ -129,3 +129,21 @@ def test_leaving_the_block_early_kills_the_copy() -> None:
         pid = away.pid
         assert pid is not None and _alive(pid)
     assert away.pid is None and not _alive(pid)
+
+
+@pytest.mark.parametrize("call", [lambda: "sent", _raises], ids=["sent", "raised"])
+def test_a_forked_call_with_sigchld_ignored(call: Callable[[], object]) -> None:
+    """A parent that ignores SIGCHLD passes that on: the system then reaps the copy, whose status is unknown, and
+    only a whole result counts."""
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        with Forked(call) as away:
+            if call is _raises:
+                with pytest.raises(ForkFailed):
+                    away.result()
+            else:
+                assert away.result() == "sent"
+        with Forked(lambda: time.sleep(60)) as away:  # leaving early kills a copy that may be reaped already
+            pass
+    finally:
+        signal.signal(signal.SIGCHLD, previous)

@@ -120,6 +120,8 @@ def load(chunk: bytes) -> Any:
         raise Unsupported
     if not flow and (b"]:" in packed or b"}:" in packed):
         raise Unsupported  # an empty flow collection as a key
+    if b":&" in chunk or b":!" in chunk or b":*" in chunk:
+        raise Unsupported  # an anchor, tag or alias right after a JSON-like key's `:` (libyaml refuses `"a":&x{`)
     if not chunk.endswith(b"\n"):
         raise Unsupported  # a file without a final line break: its last block scalar loses its own in PyYAML only
     text = chunk.rstrip()

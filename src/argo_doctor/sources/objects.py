@@ -95,8 +95,9 @@ _OPENS_AFTER = bytes(1 if c >= 0x80 or c in b" \t\r\n[]{},:?-\"'!&*|>" else 0 fo
 """Whether a `[` or `{` right after this byte may open a collection that libyaml composes: after a blank, a line
 break, an indicator, a quote or a non-ASCII byte (a BOM, NEL, LS, PS). After any other byte (a letter, a digit, `.`,
 `/`, `=`…) it is inside a scalar (`fieldPath: spec.containers{app}`, in every Event about a container), or it ends a
-plain scalar in a flow collection, where libyaml (and yaml-rs) stop with an error before composing anything
-deeper; a tag or an anchor needs a blank before it."""
+plain scalar in a flow collection, where libyaml stops with an error before composing anything deeper; libyaml
+wants a blank between a tag or an anchor and a collection. (yaml-rs takes `&x{` without one, but fast_yaml sends an
+anchor after a `:` to PyYAML, and yaml-rs itself stops at 256 levels.)"""
 _DOCUMENT_START = re.compile(rb"\n---(?=[ \t\r\n]|\Z)")
 
 

@@ -3,6 +3,7 @@ call (the audit-reading rules beside the others), and how each worker starts."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import pickle
@@ -85,7 +86,8 @@ class Forked(Generic[T]):
 
     def __exit__(self, *exc: object) -> None:
         if self._pid is not None:
-            os.kill(self._pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # ended and reaped already (SIGCHLD ignored)
+                os.kill(self._pid, signal.SIGKILL)
             self._reap()
 
     def result(self) -> T:
@@ -96,14 +98,21 @@ class Forked(Generic[T]):
             self.__exit__()
             raise
         status = self._reap()
-        if status != 0:
+        if status is not None and status != 0:
             raise ForkFailed(f"the forked process ended with status {status}")
-        try:
+        try:  # a status unknown (reaped by the system): only a whole pickle, written last, is a result
             return cast(T, pickle.loads(data))
-        except Exception as exc:  # a truncated pickle: the process died while writing
-            raise ForkFailed(f"the forked process sent no result: {exc}") from exc
+        except Exception as exc:  # none, or cut short: the process died before or while writing it
+            raise ForkFailed(f"the forked process sent no result: {exc!r}") from exc
 
-    def _reap(self) -> int:
+    def _reap(self) -> int | None:
+        """Close the pipe and wait for the process; its exit code, None when the system reaped it already (a parent
+        that ignores SIGCHLD passes that on to this process)."""
         self._pipe.close()
         pid, self._pid = self._pid, None
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) if pid is not None else 0
+        if pid is None:
+            return None
+        try:
+            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        except ChildProcessError:
+            return None
