@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,32 @@ def test_context_picks_the_cluster_and_in_cluster_configuration_works(tmp_path: 
         in_pod = live.connect(None, None, service_account=folder)
         assert in_pod.get_json("/version")["gitVersion"] == "v1.30.1"
         in_pod.close()
+
+
+@pytest.mark.parametrize(("tls", "proxy", "adapter"), [(False, None, False), (True, None, True),
+                                                      (False, "HTTP_PROXY", True), (False, "all_proxy", True)])
+def test_a_plain_http_server_gets_a_client_without_the_ca_bundle(
+    tls: bool, proxy: str | None, adapter: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kubectl proxy` or a local API over plain HTTP: no SSL context filled with the CA bundle, which lightkube's
+    adapter builds (half of the 0.1 s the client took); its own trusts nothing, so that TLS could never pass
+    unverified. HTTPS, or a proxy in the
+    environment (which may speak TLS), goes through the adapter, with the cluster's CA."""
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    if proxy is not None:
+        monkeypatch.setenv(proxy, "http://127.0.0.1:9")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # the requests below go straight to the fake
+    built = []
+    real = live.adapter_client
+    monkeypatch.setattr(live, "adapter_client", lambda *a, **k: built.append(a) or real(*a, **k))
+    with FakeApiServer([], tls=tls, version={"gitVersion": "v1.30.1"}) as api:
+        http, _ = live.http_client(write_kubeconfig(tmp_path / "kubeconfig", {"test": api}, "test"))
+        with http:
+            assert http.get("/version").json()["gitVersion"] == "v1.30.1"  # with the kubeconfig's token
+            context = http._transport._pool._ssl_context  # type: ignore[attr-defined]
+        assert bool(built) is adapter
+        assert (context.cert_store_stats()["x509_ca"] > 0) is adapter and context.verify_mode == ssl.CERT_REQUIRED
 
 
 def test_the_client_refuses_anything_but_get(tmp_path: Path) -> None:
