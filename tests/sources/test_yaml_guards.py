@@ -167,26 +167,34 @@ def test_a_bracket_after_a_scalar_opens_nothing_deep(text: str, tmp_path: Path) 
     with an error, before anything deeper is composed, and the file is one problem with its line."""
     data = text.encode()
     assert not objects._may_nest_deeper(data)
-    assert _event_depth(data) <= 3
+    assert _parsed_depth(data) <= 3
     (tmp_path / "f.yaml").write_bytes(data)
     objs, problems = _read(tmp_path / "f.yaml")
     assert objs == [] and len(problems) == 1 and problems[0].message.startswith("invalid YAML")
     assert problems[0].location == "f.yaml:1"
 
 
-def _event_depth(data: bytes) -> int:
-    """How deep libyaml's parser nests collections before the end or its first error."""
-    depth = deepest = 0
+def _parsed_depth(data: bytes, flow_only: bool = False) -> int:
+    """How deep libyaml's parser nests collections (only flow ones with `flow_only`) before the end or its first
+    error."""
+    stack: list[bool] = []
+    deepest = 0
     try:
         for event in yaml.parse(data, Loader=yaml.CSafeLoader):
             if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                deepest = max(deepest, depth)
+                stack.append(bool(event.flow_style) or not flow_only)
+                deepest = max(deepest, sum(stack))
             elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
+                stack.pop()
     except yaml.YAMLError:
         pass
     return deepest
+
+
+def _flow_bound(data: bytes) -> int:
+    """2 × the `[` and the `{` of `data` that may open a collection: the bound _may_nest_deeper relies on."""
+    end = len(data)
+    return 2 * objects._openings(data, b"[", end, 0, end, True) + objects._openings(data, b"{", end, 0, end, True)
 
 
 @pytest.mark.parametrize("text", [
@@ -198,9 +206,7 @@ def _event_depth(data: bytes) -> int:
 ])
 def test_the_flow_bound_counts_every_kind_of_opening(text: str) -> None:
     data = text.encode()
-    end = len(data)
-    assert 4 <= _flow_depth(data) <= 2 * objects._openings(data, b"[", end, 0, end, True) + objects._openings(
-        data, b"{", end, 0, end, True)
+    assert 4 <= _parsed_depth(data, flow_only=True) <= _flow_bound(data)
 
 
 @settings(max_examples=3000, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
@@ -209,26 +215,7 @@ def test_the_flow_bound_holds_on_any_text(text: str, in_mapping: bool) -> None:
     """libyaml's flow nesting never exceeds 2 × the `[` and the `{` that may open a collection, on any text: the
     bound _may_nest_deeper relies on."""
     data = (("k: " if in_mapping else "") + text).encode()
-    flow = _flow_depth(data)
-    end = len(data)
-    assert flow <= 2 * objects._openings(data, b"[", end, 0, end, True) + objects._openings(data, b"{", end, 0, end,
-                                                                                           True)
-
-
-def _flow_depth(data: bytes) -> int:
-    """How deep libyaml's parser nests flow collections before the end or its first error."""
-    stack: list[bool] = []
-    deepest = 0
-    try:
-        for event in yaml.parse(data, Loader=yaml.CSafeLoader):
-            if isinstance(event, yaml.CollectionStartEvent):
-                stack.append(bool(event.flow_style))
-                deepest = max(deepest, sum(stack))
-            elif isinstance(event, yaml.CollectionEndEvent):
-                stack.pop()
-    except yaml.YAMLError:
-        pass
-    return deepest
+    assert _parsed_depth(data, flow_only=True) <= _flow_bound(data)
 
 
 def _depth(node: yaml.Node) -> int:
