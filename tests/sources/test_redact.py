@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -343,9 +344,21 @@ def test_needles_never_skip_a_match(parts: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["pa\u017fsword=hunter2hunter2", "credent\u0130al=abcdef123456", "\u017fecret: 'x1y2z3w4'"]
+    "text", ["pa\u017fsword=hunter2hunter2", "credent\u0130al=abcdef123456", "\u017fecret: 'x1y2z3w4'",
+             "to\u212aen=x1y2z3w4", "author\u0131zation: Bearer abcdefghijkl1234", "\u2192 PA\u017fSWORD: x"]
 )
 def test_case_folding_beyond_ascii(text: str) -> None:
-    """The regex engine folds these to `password`, `credential`, `secret`: the value is hidden as for the ASCII name."""
-    assert redact_text(text) == _every_pattern(text, Counter())
+    """The regex engine folds these to `password`, `credential`, `secret`, `token`, `authorization`: the value is
+    hidden as for the ASCII name."""
     assert "<redacted>" in redact_text(text)
+    assert redact_text(text) == _every_pattern(text, Counter())
+
+
+def test_folded_to_ascii_is_what_the_regex_engine_folds() -> None:
+    """Every character beyond ASCII that a case-ignoring pattern takes for an ASCII letter is written as that letter
+    before the folded needles are looked for, and no other: checked over every code point."""
+    beyond = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)
+    folded = {c: next(a for a in "abcdefghijklmnopqrstuvwxyz" if re.fullmatch(f"(?i){a}", c))
+              for c in re.findall("(?i)[a-z]", beyond)}
+    table = {chr(k): v for k, v in redact_module._FOLDED_TO_ASCII.items()}
+    assert table == folded

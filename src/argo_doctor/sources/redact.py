@@ -136,11 +136,16 @@ _TIMESTAMP = r"[ \t]*(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)\s+)?"
 class _Needles(NamedTuple):
     """Strings one of which every match of a pattern holds: a pattern runs only on a text that holds one (a cheap
     `in` spares the regex engine a walk over the text). With `fold`, they are lower case and looked for in the
-    lower-cased text, as the pattern ignores case; in a text that is not ASCII they count as found, since the regex
-    engine's case folding goes beyond `str.lower` there (the long s, the dotted capital I)."""
+    lower-cased text, as the pattern ignores case, after `_FOLDED_TO_ASCII`."""
 
     words: tuple[str, ...]
     fold: bool = False
+
+
+_FOLDED_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+"""The characters beyond ASCII that the regex engine, ignoring case, takes for an ASCII letter (the dotted capital I,
+the dotless i, the long s, the Kelvin sign), as that letter: `str.lower` leaves the long s and the dotless i as they
+are and makes the dotted capital I two characters. A test checks every code point against the engine."""
 
 
 _RUN = "<base64 run>"
@@ -265,11 +270,8 @@ _EXACT_WORDS = tuple(dict.fromkeys(w for _, n, _, _ in _PATTERNS if not n.fold f
 
 def _needles_in(text: str) -> frozenset[str]:
     """The needles of the patterns that `text` holds (see `_Needles`)."""
-    if text.isascii():
-        lowered = text.lower()
-        found = [word for word in _FOLDED_WORDS if word in lowered]
-    else:
-        found = list(_FOLDED_WORDS)
+    lowered = (text if text.isascii() else text.translate(_FOLDED_TO_ASCII)).lower()
+    found = [word for word in _FOLDED_WORDS if word in lowered]
     found += [word for word in _EXACT_WORDS if word in text]
     if _BASE64_RUN.search(text):
         found.append(_RUN)
