@@ -8,7 +8,6 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -105,11 +104,6 @@ def test_an_output_that_cannot_be_flushed_leaves_the_end_to_the_interpreter(
     monkeypatch.setattr("sys.stderr", _BrokenFlush())
     with pytest.raises(SystemExit):
         _run(monkeypatch, "map", str(BUNDLES / "engine-basic"), "-o", "json")
-
-
-def test_the_programs_are_run() -> None:
-    scripts = {e.name: e.value for e in entry_points(group="console_scripts") if "argo" in e.name}
-    assert scripts == {"argo-doctor": "argo_doctor.cli:run", "kubectl-argo_doctor": "argo_doctor.cli:run"}
 
 
 def test_an_exit_with_a_message_leaves_it_to_the_interpreter(ending: None, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,7 +83,7 @@ def test_table_output_is_kubectl_like() -> None:
 
 def test_installed_as_a_kubectl_plugin() -> None:
     scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
-    assert scripts["kubectl-argo_doctor"] == scripts["argo-doctor"] == "argo_doctor.cli:main"
+    assert scripts["kubectl-argo_doctor"] == scripts["argo-doctor"] == "argo_doctor.cli:run"
 
 
 DUPLICATES = BUNDLES / "duplicate-objects" / "objects"
