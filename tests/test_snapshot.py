@@ -13,6 +13,7 @@ import pytest
 import zstandard
 
 from argo_doctor.engine import run_scan, select_analyzers
+from argo_doctor.model import Ref
 from argo_doctor.snapshot import DECODED_KEPT, Obj, Snapshot, image_version, pack
 from argo_doctor.sources import bundle
 from argo_doctor.sources.objects import LoadedObject, RawObject, object_head
@@ -326,3 +327,19 @@ def test_events_about_an_object_in_any_namespace_oldest_first() -> None:
         snap.add(raw)
     assert [e.message for e in snap.events_about("Rollout", "api")] == ["early", "other-ns", "late"]
     assert snap.events_about("Application", "api") == []
+
+
+def test_warnings_about_objects_are_those_of_their_kind_namespace_and_name_oldest_first() -> None:
+    snap = Snapshot("test")
+    for raw in (_event("late", "Rollout", "api", "a", "2026-11-20T10:05:00Z"),
+                _event("pod", "Pod", "api-1", "a", "2026-11-20T10:00:30Z"),
+                _event("other-ns", "Rollout", "api", "b", "2026-11-20T10:03:00Z"),
+                _event("normal", "Rollout", "api", "a", "2026-11-20T10:01:00Z", "Normal"),
+                _event("other-kind", "Deployment", "api", "a", "2026-11-20T10:02:00Z"),
+                _event("other-name", "Rollout", "web", "a", "2026-11-20T10:04:00Z"),
+                _event("between", "Pod", "api-1", "a", "2026-11-20T10:04:30Z")):
+        snap.add(raw)
+    rollout, pod = Ref("argoproj.io/v1alpha1", "Rollout", "a", "api"), Ref("v1", "Pod", "a", "api-1")
+    assert [e.message for e in snap.warnings_about([rollout, pod, rollout])] == ["pod", "between", "late"]
+    assert [e.message for e in snap.warnings_about([Ref("v1", "Rollout", "b", "api")])] == ["other-ns"]
+    assert snap.warnings_about([Ref("v1", "Rollout", "c", "api")]) == snap.warnings_about([]) == []

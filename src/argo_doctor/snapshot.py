@@ -702,6 +702,15 @@ class Snapshot:
         """The Events whose involved object is the `kind` named `name`, in any namespace, oldest first."""
         return self._events_by_involved.get((kind, name), [])
 
+    def warnings_about(self, refs: Iterable[Ref]) -> list[KEvent]:
+        """The Warning Events whose involved object is one of `refs` (same kind, namespace and name), in the order of
+        `events`."""
+        found: list[KEvent] = []
+        for kind, namespace, name in {(r.kind, r.namespace, r.name) for r in refs}:
+            found.extend(e for e in self._events_by_involved.get((kind, name), ())
+                         if e.type == "Warning" and e.involved is not None and e.involved.namespace == namespace)
+        return sorted(found, key=lambda e: self._event_order[id(e)])
+
     @cached_property
     def _events_by_involved(self) -> dict[tuple[str, str], list[KEvent]]:
         """`events` by the kind and name of their involved object (a rule reading them per object would otherwise
@@ -711,6 +720,11 @@ class Snapshot:
             if event.involved is not None:
                 index[(event.involved.kind, event.involved.name)].append(event)
         return index
+
+    @cached_property
+    def _event_order(self) -> dict[int, int]:
+        """The place of each of `events` (by id) in that list."""
+        return {id(event): place for place, event in enumerate(self.events)}
 
     def audit(self) -> Iterator[AuditEvent]:
         """Stream every audit record, file by file; problems go to `problems`."""

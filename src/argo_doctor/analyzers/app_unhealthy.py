@@ -133,9 +133,7 @@ class AppUnhealthy(Analyzer):
                     evidence.extend(workflow_evidence(culprit.obj, culprit.nodes, lines))
             evidence.extend(pod_evidence(ctx, culprit.pods, lines))
         related = {c.ref for c in culprits} | {p.ref for c in culprits for p, _ in c.pods}
-        warnings = [e for e in ctx.snap.events if e.type == "Warning" and e.involved is not None
-                    and any(_same(e.involved, r) for r in related)]
-        evidence.extend(event_evidence(e) for e in warnings[-MAX_EVENTS:])
+        evidence.extend(event_evidence(e) for e in ctx.snap.warnings_about(related)[-MAX_EVENTS:])
         summary = f"Argo CD reports Application {app.namespace}/{app.name} as {status.value}."
         errors = [c for c in as_list(app.status.get("conditions"))
                   if isinstance(c, dict) and str(c.get("type")) in BLOCKING_CONDITIONS]
@@ -164,10 +162,6 @@ class AppUnhealthy(Analyzer):
             evidence=evidence,
             remediation=_remediation(ctx, app, culprits, bool(errors)),
         )
-
-
-def _same(a: Ref, b: Ref) -> bool:
-    return a.kind == b.kind and a.name == b.name and a.namespace == b.namespace
 
 
 def _remediation(ctx: Context, app: Obj, culprits: list[Culprit], blocked: bool) -> Remediation:

@@ -27,7 +27,7 @@ from argo_doctor.facts.rollouts import (
     controller_version,
     rollouts,
 )
-from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
+from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import as_int, as_list, mapping
 
@@ -84,9 +84,7 @@ class RolloutDegraded(Analyzer):
         for run in runs:
             evidence.append(object_evidence(run, ".status.metricResults", analysis_problem(run.raw)))
         related = {rollout.ref} | {o.ref for _, o in pods if o is not None} | {r.ref for r in runs}
-        events = [e for e in ctx.snap.events if e.type == "Warning" and e.involved is not None
-                  and any(_same(e.involved, r) for r in related)]
-        evidence.extend(event_evidence(e) for e in events[-MAX_EVENTS:])
+        evidence.extend(event_evidence(e) for e in ctx.snap.warnings_about(related)[-MAX_EVENTS:])
         objects = [rollout.ref, *(r.ref for r in runs), *(o.ref for _, o in pods if o is not None)]
         if app is not None:
             objects.append(app.ref)
@@ -107,10 +105,6 @@ _MISSING_OBJECT = re.compile(r'\b(secret|configmap)s? "([^"]+)" not found', re.I
 
 def _short(reason: str, limit: int = 110) -> str:
     return reason if len(reason) <= limit else reason[: limit - 3].rstrip() + "..."
-
-
-def _same(a: Ref, b: Ref) -> bool:
-    return a.kind == b.kind and a.name == b.name and a.namespace == b.namespace
 
 
 def _failing_runs(ctx: Context, rollout: Obj, verdict: RolloutVerdict) -> list[Obj]:

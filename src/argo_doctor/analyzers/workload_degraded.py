@@ -125,7 +125,4 @@ class WorkloadDegraded(Analyzer):
 
 def _events(ctx: Context, objs: list[Obj]) -> list[Evidence]:
     """The last Warning events about the objects."""
-    keys = {(o.kind, o.namespace, o.name) for o in objs}
-    warnings = [e for e in ctx.snap.events if e.type == "Warning" and e.involved is not None
-                and (e.involved.kind, e.involved.namespace, e.involved.name) in keys]
-    return [event_evidence(e) for e in warnings[-MAX_EVENTS:]]
+    return [event_evidence(e) for e in ctx.snap.warnings_about(o.ref for o in objs)[-MAX_EVENTS:]]
