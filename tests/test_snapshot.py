@@ -11,6 +11,8 @@ from typing import Any
 import msgspec
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.model import Ref
@@ -286,6 +288,45 @@ def test_a_packed_object_reads_the_same_and_shares_its_strings() -> None:
     snap.add_loaded(packed)
     obj = snap.get("Pod", "p", "ns", "")
     assert obj is not None and obj.raw == raw and obj.labels == {"app": "x"}
+
+
+def _packed(raw: dict[str, Any]) -> Obj:
+    loaded = pack(LoadedObject("x.yaml:1", object_head(raw), msgspec.json.encode(raw)))
+    return Obj(loaded.head, loaded.location, body=loaded.body)
+
+
+def _walked(raw: Any, path: Sequence[str]) -> Any:
+    for name in path:
+        raw = (raw if isinstance(raw, dict) else {}).get(name)
+    return raw
+
+
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+                       lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from("abc"), inner,
+                                                                                    max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from("abc"), _VALUES, max_size=3),
+       st.lists(st.sampled_from("abc"), min_size=1, max_size=3))
+def test_a_value_at_a_path_reads_as_through_raw(fields: dict[str, Any], path: list[str]) -> None:
+    """`at` gives what gets through `mapping` from `raw` give, whatever is (not) on the way, without keeping the
+    decoded body; from `raw` when it is decoded."""
+    raw = {"apiVersion": "v1", "kind": "X", "metadata": {"name": "x"}, **fields}
+    obj = _packed(raw)
+    assert obj.at(*path) == _walked(raw, path)
+    assert obj._raw is None
+    assert obj.raw == raw and obj.at(*path) == _walked(raw, path)
+
+
+def test_a_value_at_a_path_reads_only_that_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    obj = _packed({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {"name": "a"},
+                   "spec": {"source": {"path": "charts/a"}}, "status": {"health": {"status": "Degraded"},
+                                                                        "history": [{"id": 1}], "sync": "x"}})
+    monkeypatch.setattr(msgspec.json, "decode", None)  # the whole body is never decoded
+    assert obj.at("status", "health", "status") == "Degraded"
+    assert obj.at("status", "sync", "status") is None and obj.at("status", "sync") == "x"
+    assert obj.at("spec") == {"source": {"path": "charts/a"}} and obj.at("nothing", "here") is None
 
 
 def test_only_the_last_objects_decoded_stay_decoded() -> None:

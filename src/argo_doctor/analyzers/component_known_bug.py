@@ -207,11 +207,11 @@ def _describe(bug: knowledge.KnownBug, seen: _Seen | None) -> str:
 
 def _refused_automated_sync(app: Obj) -> str | None:
     """The message of an automated sync that FailOnSharedResource refused, on an Application with automated sync."""
-    policy = mapping(app.spec.get("syncPolicy"))
+    policy = mapping(app.at("spec", "syncPolicy"))
     if not policy.get("automated"):
         return None
     options = {str(o) for o in as_list(policy.get("syncOptions"))}
-    state = mapping(app.status.get("operationState"))
+    state = mapping(app.at("status", "operationState"))
     initiated = mapping(mapping(state.get("operation")).get("initiatedBy"))
     message = str(state.get("message") or "")
     if ("FailOnSharedResource=true" in options and state.get("phase") in ("Failed", "Error")

@@ -178,7 +178,8 @@ class HelmNondeterministicRender(Analyzer):
 
 def _sources(app: Obj) -> list[Mapping[str, Any]]:
     """The Application's sources that name a path in a repository (`source`, or each of `sources`)."""
-    found = [mapping(app.spec.get("source")), *(mapping(s) for s in as_list(app.spec.get("sources")))]
+    spec = mapping(app.at("spec"))
+    found = [mapping(spec.get("source")), *(mapping(s) for s in as_list(spec.get("sources")))]
     return [s for s in found if s.get("path")]
 
 

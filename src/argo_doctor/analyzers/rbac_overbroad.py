@@ -427,7 +427,7 @@ def _deployed_kinds(ctx: Context) -> dict[str, list[str]]:
     """The kinds the Applications of the input deploy, by API group."""
     found: dict[str, list[str]] = {}
     for app in ctx.snap.applications():
-        for entry in as_list(app.status.get("resources")):
+        for entry in as_list(app.at("status", "resources")):
             entry = mapping(entry)
             kind = str(entry.get("kind") or "")
             kinds = found.setdefault(str(entry.get("group") or ""), []) if kind else []

@@ -52,7 +52,7 @@ class SyncFailed(Analyzer):
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per Application whose operationState phase is Failed or Error."""
         for app in ctx.snap.applications():
-            op = app.status.get("operationState")
+            op = app.at("status", "operationState")
             if isinstance(op, dict) and op.get("phase") in FAILED_PHASES:
                 yield self._finding(app, op)
 

@@ -864,9 +864,14 @@ def _generation(snap: Snapshot, container: Container, version: tuple[int, int, i
             or snap.of_kind("ImageUpdater", UPDATER_GROUP)):
         return "v1"
     if (container.has_flag("applications-api") or container.env("APPLICATIONS_API")
-            or container.env("ARGOCD_SERVER") or any(IMAGE_LIST in a.annotations for a in snap.applications())):
+            or container.env("ARGOCD_SERVER") or any(map(_lists_images, snap.applications()))):
         return "v0"
     return "unknown"
+
+
+def _lists_images(app: Obj) -> bool:
+    """Whether the Application has the Image Updater's image-list annotation (read without decoding the rest)."""
+    return IMAGE_LIST in mapping(app.at("metadata", "annotations"))
 
 
 def _updater_v0(snap: Snapshot, container: Container, version: tuple[int, int, int] | None, ns: str,
@@ -896,7 +901,7 @@ def _updater_v0(snap: Snapshot, container: Container, version: tuple[int, int, i
         scope_source = ("Argo CD's namespace up to v0.14, every namespace from v0.15 (version unknown; the narrower "
                         "is assumed)")
         scope_evidence = ()
-    apps = [a for a in snap.applications() if IMAGE_LIST in a.annotations
+    apps = [a for a in snap.applications() if _lists_images(a)
             and (scope is None or a.namespace in scope)]
     write_backs = tuple(_v0_write_back(app) for app in apps)
     return UpdaterConfig(
