@@ -8,7 +8,7 @@ import re
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -224,6 +224,30 @@ def test_clean_reuses_what_an_earlier_call_made_of_a_text(monkeypatch: pytest.Mo
     assert seen == ["got s3cr3t-value", "password=x", "plain", "excerpt", "component", "repo-server"]
     assert timeline == clean({"excerpt": "got s3cr3t-value", "component": "repo-server"}, scrubber)
     assert findings[0] == timeline["excerpt"] == "got <redacted secret value>"
+
+
+class _Text(str):
+    """A str subclass that is no enum: cleaned like a str."""
+
+
+@dataclass(frozen=True)
+class _Cached:
+    rows: list[_Row]
+    note: str = field(default="password=x", init=False)
+
+
+def test_clean_keeps_what_nothing_changes_and_copies_the_rest() -> None:
+    """An output none of whose texts changes comes back as it is, even when the cache holds an equal copy of its
+    texts; a changed text is replaced in a copy of what holds it, whatever the subclass of str, and a field that
+    `__init__` does not take is left to the dataclass."""
+    cache: dict[str, str] = {}
+    first = clean([_Row("".join(["pl", "ain"]), HealthStatus.HEALTHY, 1)], cache=cache)
+    again = [_Row("".join(["pla", "in"]), HealthStatus.HEALTHY, 1)]
+    assert again[0].message is not first[0].message and clean(again, cache=cache) is again
+    doc = _Cached([_Row("plain", HealthStatus.HEALTHY, 1), _Row(_Text("token=abcdef123456"), HealthStatus.HEALTHY, 2)])
+    done = clean(doc, cache=cache)
+    assert done is not doc and done.rows[0] is doc.rows[0] and done.note == "password=x"
+    assert done.rows[1].message == "token=<redacted>"
 
 
 def _secret(**data: str) -> dict[str, object]:

@@ -538,11 +538,11 @@ def clean(value: T, scrubber: SecretScrubber | None = None, *, human: bool = Fal
         if done is None:
             done = redact(item, scrubber)
             cache[item] = done = printable(done) if human else done
-        return done
+        return item if done == item else done  # the cache may hold an equal text, not this one
 
     def walk(item: Any) -> Any:
         """`item` itself when nothing in it changes, else a copy (dataclasses through `replace`)."""
-        if isinstance(item, str) and not isinstance(item, enum.Enum):
+        if type(item) is str or (isinstance(item, str) and not isinstance(item, enum.Enum)):
             return text(item)
         if isinstance(item, list | tuple):
             items = [walk(i) for i in item]
@@ -555,19 +555,32 @@ def clean(value: T, scrubber: SecretScrubber | None = None, *, human: bool = Fal
             pairs = [(walk(k), walk(v)) for k, v in item.items()]
             unchanged = all(a is k and b is v for (a, b), (k, v) in zip(pairs, item.items(), strict=True))
             return item if unchanged else dict(pairs)
-        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        names = _init_fields(type(item))
+        if names is not None:
             changes = {}
-            for f in dataclasses.fields(item):
-                if f.init:
-                    old = getattr(item, f.name)
-                    new = walk(old)
-                    if new is not old:
-                        changes[f.name] = new
+            for name in names:
+                old = getattr(item, name)
+                new = walk(old)
+                if new is not old:
+                    changes[name] = new
             return dataclasses.replace(item, **changes) if changes else item
         return item
 
     result: T = walk(value)
     return result
+
+
+def _init_fields(cls: type) -> tuple[str, ...] | None:
+    """The names of the fields a dataclass's `__init__` takes; None for a class that is no dataclass."""
+    try:
+        return _INIT_FIELDS[cls]
+    except KeyError:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.init) if dataclasses.is_dataclass(cls) else None
+        _INIT_FIELDS[cls] = names
+        return names
+
+
+_INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
 def redact_object(obj: dict[str, Any]) -> dict[str, Any]:
