@@ -227,6 +227,4 @@ def _controller_evidence(ctx: Context) -> list[Evidence]:
 
 
 def _events(ctx: Context, rollout: Obj) -> list[Evidence]:
-    events = [e for e in ctx.snap.events_about("Rollout", rollout.name) if e.type == "Warning"
-              and e.involved is not None and e.involved.namespace == rollout.namespace]
-    return [event_evidence(e) for e in events[-MAX_EVENTS:]]
+    return [event_evidence(e) for e in ctx.snap.warnings_about([rollout.ref])[-MAX_EVENTS:]]
