@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import select as io_select
 import shutil
@@ -367,8 +368,6 @@ def run() -> None:
 
 def _alone() -> bool:
     """No other thread runs, and no child process of `multiprocessing` (a pool's worker) is left."""
-    import multiprocessing
-
     return threading.active_count() == 1 and not multiprocessing.active_children()
 
 
