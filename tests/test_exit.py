@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +93,18 @@ def test_another_thread_leaves_the_end_to_the_interpreter(ending: None, monkeypa
     finally:
         stop.set()
         other.join()
+
+
+def test_a_child_process_left_leaves_the_end_to_the_interpreter(ending: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+    child.start()
+    try:
+        with pytest.raises(SystemExit) as ended:
+            _run(monkeypatch, "map", str(BUNDLES / "engine-basic"), "-o", "json")
+        assert ended.value.code == 0
+    finally:
+        child.kill()
+        child.join()
 
 
 class _BrokenFlush(io.StringIO):
