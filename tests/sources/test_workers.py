@@ -147,3 +147,28 @@ def test_a_forked_call_with_sigchld_ignored(call: Callable[[], object]) -> None:
             pass
     finally:
         signal.signal(signal.SIGCHLD, previous)
+
+
+FORK_RACE = """
+import os, signal, sys
+from argo_doctor.health.luascripts import LuaLimits, LuaScript
+from argo_doctor.health.luaworker import LuaWorker
+from argo_doctor.sources.workers import Forked, pool
+# a Ctrl-C that reaches the child while it is being forked, before it could ignore it: sent by an at-fork hook
+os.register_at_fork(after_in_child=lambda: os.kill(os.getpid(), signal.SIGINT))
+with Forked(lambda: 6 * 7) as away:
+    print(away.result())
+workers = pool(1)
+print(workers.submit(int, "7").result())
+workers.shutdown()
+lua = LuaWorker()
+script = LuaScript("Widget", "return {status = 'Healthy', message = 'ok'}", False, "test")
+print(lua.run(script, {"kind": "Widget"}, LuaLimits()).health.status.value)
+lua.close()
+"""
+
+
+def test_a_ctrl_c_that_reaches_a_worker_while_it_is_forked_is_ignored() -> None:
+    """Forked copies, pool workers and the Lua worker alike."""
+    done = subprocess.run([sys.executable, "-c", FORK_RACE], capture_output=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout.decode().split(), done.stderr.decode()) == (0, ["42", "7", "Healthy"], "")

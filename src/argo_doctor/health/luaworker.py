@@ -40,6 +40,7 @@ from argo_doctor.health.luascripts import (
     stopped_outcome,
 )
 from argo_doctor.health.types import Health, HealthStatus
+from argo_doctor.sources.workers import fork_deaf
 
 _HEADER = struct.Struct("!I")  # each message: its length, then UTF-8 JSON
 _IDLE_CHECK_SECONDS = 1.0  # how often an idle worker checks that its parent is still there
@@ -137,7 +138,7 @@ class _Child:
         reply_r, reply_w = os.pipe()
         owner = os.getpid()
         try:
-            pid = os.fork()
+            pid = fork_deaf()
         except OSError:
             for fd in (request_r, request_w, reply_r, reply_w):
                 os.close(fd)

@@ -9,7 +9,7 @@ import os
 import pickle
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Generic, TypeVar, cast
@@ -20,19 +20,41 @@ _PR_SET_PDEATHSIG = 1
 """prctl(2): the signal a process gets when the thread that forked it ends (the pool's first submit forks them)."""
 
 
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """SIGINT blocked while a worker is forked: the child inherits the mask, so that a Ctrl-C between the fork and
+    `_start` (Python's at-fork hooks run first) stays pending there until `_start` ignores it; here it is delivered
+    when the block ends."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+class _Pool(ProcessPoolExecutor):
+    """A ProcessPoolExecutor whose workers are forked with SIGINT held (`_sigint_held`)."""
+
+    def _spawn_process(self) -> None:
+        with _sigint_held():
+            super()._spawn_process()  # type: ignore[misc]
+
+
 def pool(workers: int) -> ProcessPoolExecutor:
     """A pool of `workers` forked processes (see `_start`), to use while the thread that makes it lives: the workers
     die with it."""
-    return ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_start, initargs=(os.getpid(),))
+    return _Pool(workers, mp_context=get_context("fork"), initializer=_start, initargs=(os.getpid(),))
 
 
 def _start(parent: int) -> None:
     """How a worker starts: without the cyclic GC (what it parses is freed by reference counting); deaf to Ctrl-C,
-    which a terminal sends to every process of the group and which the scan answers by stopping the pool; ended by
-    SIGTERM and SIGHUP without the scan's handlers; and killed when the scan's process dies (else, the scan killed
-    by the OOM killer, it would wait on the pool's queue for ever)."""
+    which a terminal sends to every process of the group and which the scan answers by stopping the pool (one that
+    came while it was forked, held since, is dropped); ended by SIGTERM and SIGHUP without the scan's handlers; and
+    killed when the scan's process dies (else, the scan killed by the OOM killer, it would wait on the pool's queue
+    for ever)."""
     gc.disable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     for signo in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signo, signal.SIG_DFL)
     if sys.platform == "linux":
@@ -41,6 +63,21 @@ def _start(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the scan died before the line above
         os._exit(1)
+
+
+def fork_deaf() -> int:
+    """`os.fork()`, the child deaf to Ctrl-C from its first instruction: SIGINT is held across the fork (held as in
+    `_sigint_held`), and the child ignores it before letting it through again."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pid = os.fork()
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    if pid == 0:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    return pid
 
 
 class ForkFailed(Exception):
@@ -56,7 +93,7 @@ class Forked(Generic[T]):
         parent = os.getpid()
         read, write = os.pipe()
         try:
-            pid = os.fork()
+            pid = fork_deaf()
         except OSError:
             os.close(read)
             os.close(write)
