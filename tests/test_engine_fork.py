@@ -87,7 +87,7 @@ def test_the_problems_keep_their_order(tmp_path: Path, copies: list[str]) -> Non
     assert split.problems == alone.problems
     messages = [f"{p.location}: {p.message}" for p in split.problems]
     places = [next(i for i, m in enumerate(messages) if text in m)
-              for text in ("NUL", "not an audit event", "a rule's problem", "unknown kind Widget")]
+              for text in ("NUL", "not an audit event", "a rule's problem", "no check reads: Widget")]
     assert places == sorted(places)
 
 

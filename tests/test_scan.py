@@ -145,7 +145,7 @@ def test_bad_input_is_reported_and_the_scan_goes_on(tmp_path: Path) -> None:
         "objects/empty.yaml:1": "empty file",
         "objects/only-comments.yaml:1": "no Kubernetes objects",
         "objects/latin1.yaml:3": "UTF-8",
-        "objects/unknown.yaml:1": "unknown kind Widget",
+        "objects/unknown.yaml:1": "of 1 kind(s) that no check reads: Widget (example.com/v1alpha3, 1)",
         "objects/unknown.yaml:25": "not a Kubernetes object",
         "objects/unknown.yaml:29": "not a Kubernetes object",
         "objects/unknown.yaml:31": "not a Kubernetes object",
@@ -212,9 +212,26 @@ def test_unknown_kinds_unless_a_crd_or_a_health_script_defines_them(tmp_path: Pa
         "  resource.customizations.health.cert-manager.io_Certificate: |\n    return {status = 'Healthy'}\n"
     )
     doc = _json_scan(objects)
-    unknown = [e for e in doc["errors"] if "unknown kind" in e["message"]]
-    assert [e["location"] for e in unknown] == ["custom.yaml:1"]
-    assert unknown[0]["message"].startswith("unknown kind Widget (example.com/v1), 1 object(s)")
+    unknown = [e for e in doc["errors"] if "no check reads" in e["message"]]
+    assert [(e["location"], e["kind"]) for e in unknown] == [("custom.yaml:1", "note")]
+    assert unknown[0]["message"].startswith("1 object(s) of 1 kind(s) that no check reads: Widget (example.com/v1, 1);")
+
+
+def test_kinds_no_check_reads_are_one_note_not_errors(tmp_path: Path) -> None:
+    """A GitOps repository's monitoring objects and kustomize build files: one note, however many kinds."""
+    kinds = [("monitoring.coreos.com/v1", kind) for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule")]
+    kinds += [("autoscaling.k8s.io/v1", "VerticalPodAutoscaler"), ("kustomize.config.k8s.io/v1beta1", "Kustomization")]
+    kinds += [(f"example{i}.com/v1", f"Thing{i}") for i in range(6)]
+    (tmp_path / "repo.yaml").write_text("---\n".join(
+        f"apiVersion: {api}\nkind: {kind}\nmetadata: {{name: x, namespace: monitoring}}\n" for api, kind in kinds))
+    doc = _json_scan(tmp_path)
+    (note,) = doc["errors"]
+    assert note["kind"] == "note" and note["location"] == "repo.yaml:13"  # the first kind named, by group
+    assert note["message"].startswith("11 object(s) of 11 kind(s) that no check reads: ")
+    assert "Kustomization (kustomize.config.k8s.io/v1beta1, 1)" in note["message"] and "and 3 more;" in note["message"]
+
+
+
 
 
 def test_malformed_fields_do_not_break_the_rules(tmp_path: Path) -> None:
@@ -256,8 +273,8 @@ def test_unknown_kinds_in_builtin_looking_groups(tmp_path: Path) -> None:
         "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: i, namespace: default}\n"
     )
     doc = _json_scan(tmp_path)
-    unknown = sorted(e["message"].split(" (")[0] for e in doc["errors"] if "unknown kind" in e["message"])
-    assert unknown == ["unknown kind Foo"]
+    (unknown,) = [e["message"] for e in doc["errors"] if "no check reads" in e["message"]]
+    assert ": Foo (v1, 1);" in unknown and "HTTPRoute" not in unknown
     notes = [e["message"] for e in doc["errors"] if "lua fetch" in e["message"]]
     assert len(notes) == 1 and "HTTPRoute" in notes[0]
 
@@ -371,3 +388,22 @@ def test_a_scan_of_files_imports_no_client_package() -> None:
     assert done.returncode == 1, done.stderr  # findings
     assert json.loads(done.stdout)["findings"]
     assert done.stderr.splitlines()[-1] == "[]"
+
+
+def test_a_secret_value_that_is_a_name_of_the_input_does_not_hide_that_name(tmp_path: Path) -> None:
+    """argo-helm's external-redis values with `externalRedis.password: argocd`: the namespace and every component
+    name hold it; the scan names them, and says which Secret value it left as it is."""
+    bundle = tmp_path / "external-redis"
+    shutil.copytree(BUNDLES / "rbac-argocd-defaults", bundle)
+    (bundle / "objects" / "redis-secret.yaml").write_text(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: argocd-redis\n  namespace: argocd\ntype: Opaque\n"
+        "data:\n  auth: YXJnb2Nk\n")  # "argocd"
+    doc = _json_scan(bundle)
+    text = json.dumps(doc)
+    assert "<redacted secret value>" not in text
+    assert any(f["title"].startswith("ServiceAccount argocd/argocd-application-controller") for f in doc["findings"])
+    (note,) = [e for e in doc["errors"] if "left as they are" in e["message"]]
+    assert note == {"location": "objects/redis-secret.yaml:1", "kind": "note", "message": (
+        "1 Secret value(s) are left as they are in texts, not worth hiding (key auth of Secret argocd/argocd-redis: "
+        "the name of an object, a namespace or a label in the input); passwords, tokens and keys in their usual "
+        "forms are masked all the same")}

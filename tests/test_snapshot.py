@@ -263,11 +263,26 @@ def test_the_same_object_twice_in_one_file_is_one_object(tmp_path: Path) -> None
 def test_objects_without_a_name_are_not_called_copies() -> None:
     snap = Snapshot("test")
     for location in ("repo/job-a.yaml:1", "repo/job-b.yaml:1"):
-        snap.add(RawObject({"apiVersion": "batch/v1", "kind": "Job",
-                            "metadata": {"generateName": "migrate-", "namespace": "shop"}}, location))
+        snap.add(RawObject({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"namespace": "shop"}}, location))
     assert [(p.location, p.message) for p in snap.problems] == [(
         "repo/job-a.yaml:1", "a Job without metadata.name in namespace shop, as is repo/job-b.yaml:1: objects are told "
                              "apart by name, so only that one is used")]
+
+
+def test_objects_with_only_generate_name_are_each_an_object() -> None:
+    """As argo-workflows' examples are submitted (`kubectl create`): the API server names each one."""
+    snap = Snapshot("test")
+    for location in ("examples/hello-world.yaml:1", "examples/steps.yaml:1", "examples/dag.yaml:1"):
+        snap.add(RawObject({"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                            "metadata": {"generateName": "hello-world-", "namespace": "argo"}}, location))
+    assert snap.problems == []
+    assert [(w.name, w.location) for w in snap.of_kind("Workflow", "argoproj.io")] == [
+        ("hello-world-", "examples/hello-world.yaml:1"), ("hello-world-", "examples/steps.yaml:1"),
+        ("hello-world-", "examples/dag.yaml:1")]
+    snap.add(RawObject({"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                        "metadata": {"generateName": "hello-world-", "namespace": "argo"}}, "examples/steps.yaml:1"))
+    assert len(snap.of_kind("Workflow", "argoproj.io")) == 3  # one place read twice: the same manifest
+    assert [p.message.split(":")[0] for p in snap.problems] == ["Workflow argo/hello-world- is read more than once"]
 
 
 def test_a_resource_version_too_long_for_an_integer_is_not_compared() -> None:

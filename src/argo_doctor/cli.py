@@ -768,7 +768,7 @@ def deprecations_command(paths: tuple[Path, ...], target_version: str | None, ou
     Exit status: 0 when nothing found is certainly removed in the target version, 1 when something is,
     2 for bad options or when no input can be read.
     """
-    from argo_doctor.helm.capabilities import template_apis  # the reader of chart templates
+    from argo_doctor.helm.scan import chart_template_apis  # the reader of chart templates
 
     with _errors_to_exit(), tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         target = deprecations.parse_version(target_version) if target_version else None
@@ -787,7 +787,7 @@ def deprecations_command(paths: tuple[Path, ...], target_version: str | None, ou
         labels = {item.path: f"{item.given.name}!" for item in inputs if item.extracted}
         if output == "sarif" and folder is None:  # SARIF: paths from the current directory, as code scanning reads
             labels = {item.path: f"{item.given}!" if item.extracted else str(item.given) for item in inputs}
-        uses, found = deprecations.scan_paths(roots, target, template_apis, labels)
+        uses, found = deprecations.scan_paths(roots, target, chart_template_apis, labels)
         problems += found
     if output == "sarif":
         click.echo(sarif_report.deprecations_sarif(uses, problems, target, files=folder is None))

@@ -23,7 +23,7 @@ from argo_doctor.health.assess import BUILTIN_LUA_CHECKS, GO_BUILTIN_CHECKS
 from argo_doctor.health.cache import installed_argocd_version, scripts_for
 from argo_doctor.health.types import LUA_SCRIPTS_LOCATION
 from argo_doctor.model import Finding, Needs, Problem, TimelineEntry
-from argo_doctor.snapshot import Snapshot, gc_paused
+from argo_doctor.snapshot import Obj, Snapshot, gc_paused
 from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_logs
 from argo_doctor.sources.redact import clean
 from argo_doctor.sources.workers import Forked, ForkFailed
@@ -334,30 +334,38 @@ def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> No
     scan_logs(jobs, dispatch, snap.problems, snap.reference_time, stats)
 
 
+UNKNOWN_KINDS_SHOWN = 8
+"""How many kinds the note on kinds no check reads names."""
+
+
 def unknown_kinds(snap: Snapshot, scripts: LuaHealthScripts) -> list[Problem]:
-    """One problem per kind that neither Kubernetes, Argo, a CRD in the input, a health customization nor
-    Argo CD's built-in health scripts know."""
+    """One note for the kinds that neither Kubernetes, Argo, a CRD in the input, a health customization nor Argo CD's
+    built-in health scripts know (a ServiceMonitor, a kustomization.yaml): indexed and read by no check, which is no
+    error in the input."""
     defined: set[tuple[str, str]] = set()
     for crd in snap.of_kind("CustomResourceDefinition", "apiextensions.k8s.io"):
         names = crd.spec.get("names")
         if isinstance(names, dict):
             defined.add((str(crd.spec.get("group") or ""), str(names.get("kind") or "")))
     known = knowledge.known_kinds()
-    problems = []
+    unknown: list[list[Obj]] = []
     for group, kind in sorted(snap.kinds()):
         if (group, kind) in known or (group, kind) in defined or scripts.script_for(group, kind) is not None:
             continue
         if knowledge.has_builtin_lua(group, kind):  # Argo CD knows it: health_assessor's note names it
             continue
-        objs = snap.of_kind(kind, group)
-        problems.append(
-            Problem(
-                objs[0].location,
-                f"unknown kind {kind} ({objs[0].api_version}), {len(objs)} object(s): no CustomResourceDefinition "
-                "for it in the input; indexed but no check knows it",
-            )
-        )
-    return problems
+        unknown.append(snap.of_kind(kind, group))
+    if not unknown:
+        return []
+    count = sum(len(objs) for objs in unknown)
+    shown = ", ".join(f"{objs[0].kind} ({objs[0].api_version}, {len(objs)})" for objs in unknown[:UNKNOWN_KINDS_SHOWN])
+    more = f" and {len(unknown) - UNKNOWN_KINDS_SHOWN} more" if len(unknown) > UNKNOWN_KINDS_SHOWN else ""
+    return [Problem(
+        unknown[0][0].location,
+        f"{count} object(s) of {len(unknown)} kind(s) that no check reads: {shown}{more}; indexed, not checked (no "
+        "CustomResourceDefinition, health customization or Argo CD health check for them in the input)",
+        "note",
+    )]
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -18,7 +18,15 @@ from typing import Any
 import msgspec
 import zstandard
 
-from argo_doctor.knowledge import component_rules
+from argo_doctor.knowledge.components import (
+    Recognised,
+    by_containers,
+    by_labels,
+    by_name,
+    is_hook,
+    releases,
+    serves,
+)
 from argo_doctor.model import Problem, Ref
 from argo_doctor.sources.audit import AuditEvent, AuditFile, read_audit_file
 from argo_doctor.sources.charts import ChartFiles, find_charts, read_chart
@@ -26,6 +34,7 @@ from argo_doctor.sources.files import open_input
 from argo_doctor.sources.logs import LogFile, LogRecord, parse_line
 from argo_doctor.sources.metrics import MetricsFile, Sample, read_metrics_file
 from argo_doctor.sources.objects import (
+    Container,
     LoadedObject,
     ObjectHead,
     RawObject,
@@ -81,8 +90,8 @@ class Obj:
     """
 
     __slots__ = (
-        "_body", "_created", "_raw", "api_version", "group", "kind", "labels", "location", "name", "namespace",
-        "node_name", "owners", "tracking_id", "uid",
+        "_body", "_created", "_raw", "api_version", "containers", "group", "kind", "labels", "location", "name",
+        "namespace", "node_name", "owners", "tracking_id", "uid",
     )
 
     def __init__(self, head: ObjectHead, location: str, body: bytes | None = None,
@@ -91,7 +100,7 @@ class Obj:
         self._body = body
         self._raw = raw
         (self.api_version, self.kind, self.name, self.namespace, self.uid, self.labels, self.owners,
-         self.node_name, self.tracking_id, self._created) = head
+         self.node_name, self.tracking_id, self._created, self.containers) = head
         self.group = split_api_version(self.api_version)[0]
 
     @classmethod
@@ -184,6 +193,16 @@ class Component:
     image: str | None
     version: str | None
 
+    @property
+    def namespace(self) -> str:
+        """The namespace it runs in."""
+        return self.workload.namespace if self.workload is not None else self.pods[0].namespace if self.pods else ""
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Its workload's labels, else its first pod's."""
+        return self.workload.labels if self.workload is not None else self.pods[0].labels if self.pods else {}
+
 
 @dataclass(frozen=True)
 class KEvent:
@@ -253,15 +272,34 @@ def pack(loaded: LoadedObject) -> LoadedObject:
     """`loaded` as `Snapshot.add_loaded` keeps it: the body zstd-compressed, and the head's strings interned.
     Run where the object was parsed (a worker): the strings interned are pickled once per file, and so shared
     by the objects of a file in this process too."""
-    (api_version, kind, name, namespace, uid, labels, owners, node_name, tracking_id, created) = loaded.head
+    (api_version, kind, name, namespace, uid, labels, owners, node_name, tracking_id, created, containers) = loaded.head
     intern = sys.intern
     head: ObjectHead = (
         intern(api_version), intern(kind), name, intern(namespace), uid,
         {intern(k): intern(v) for k, v in labels.items()},
         tuple({_interned(k): _interned(v) for k, v in owner.items()} for owner in owners),
         intern(node_name), tracking_id, created,
+        _shared_containers(containers),
     )
     return LoadedObject(loaded.location, head, _COMPRESSOR.compress(loaded.body))
+
+
+_CONTAINERS: dict[tuple[Container, ...], tuple[Container, ...]] = {}
+"""One copy of each distinct `containers` of a head, shared by the pods of a workload and the workload (and pickled
+once per file)."""
+
+
+def _shared_containers(containers: tuple[Container, ...]) -> tuple[Container, ...]:
+    if not containers:
+        return ()
+    shared = _CONTAINERS.get(containers)
+    if shared is None:
+        if len(_CONTAINERS) >= 65536:
+            _CONTAINERS.clear()
+        intern = sys.intern
+        shared = _CONTAINERS[containers] = tuple(
+            (intern(image), tuple(intern(p) for p in programs)) for image, programs in containers)
+    return shared
 
 
 @cache
@@ -279,6 +317,12 @@ def _path_decoder(path: tuple[str, ...]) -> msgspec.json.Decoder[Any] | None:
 
 def _interned(value: Any) -> Any:
     return sys.intern(value) if type(value) is str else value
+
+
+def _generated(obj: Obj) -> bool:
+    """Whether an object has no `metadata.name` but a `generateName`: the API server names each one it creates."""
+    meta = obj.meta
+    return not meta.get("name") and bool(meta.get("generateName"))
 
 
 def _object_name(obj: Obj) -> str:
@@ -456,6 +500,23 @@ class Snapshot:
         """Index one object loaded (and redacted) by `sources.objects.load_object_file`, then `pack`ed."""
         self._index(Obj(loaded.head, loaded.location, body=loaded.body))
 
+    def settle_secrets(self) -> None:
+        """Once every object is read: the scrubber learns the names of the input (which a Secret value equal to one
+        does not hide), and a note says which Secret values are left in texts (never the values)."""
+        names: set[str] = set()
+        for obj in self.all():
+            names.add(obj.name)
+            names.add(obj.namespace)
+            names.update(obj.labels)
+            names.update(obj.labels.values())
+        names.discard("")
+        self.scrubber.add_names(names)
+        note = self.scrubber.note()
+        if note is not None:
+            namespace, _, name = self.scrubber.not_hidden()[0][0].rpartition("/")
+            secret = self.get("Secret", name, namespace, "")
+            self.problems.append(Problem(secret.location if secret is not None else "Secrets", note, "note"))
+
     def add_metrics_file(self, path: Path, display: str, root: Path | None = None) -> None:
         """Register a Prometheus text file (`metrics/*.prom`) of the input inside `root`; `metrics()` reads it."""
         self.metrics_files.append(MetricsFile(path, display, root))
@@ -465,6 +526,9 @@ class Snapshot:
         and one note among `problems` tells of all the duplicates of the same two inputs (`Copies`)."""
         key = obj.key
         previous = self._objects.get(key)
+        if previous is not None and previous.location != obj.location and _generated(obj):
+            key = (*key[:3], f"{obj.name}\0{obj.location}")  # kubectl create makes each manifest an object of its own
+            previous = self._objects.get(key)
         if previous is not None:
             kept, why = newer_copy(previous, obj)
             identical = (previous._body == obj._body if previous._body is not None and obj._body is not None
@@ -660,56 +724,62 @@ class Snapshot:
 
     @cached_property
     def components(self) -> list[Component]:
-        """Argo components found by their labels (else names), with versions from image tags."""
+        """Argo components found by what their containers run, else their labels, else their names (pods without a
+        workload in the input), with versions from the image they run; Redis and its proxy beside the Argo CD they
+        serve (`knowledge.components`)."""
         found: list[Component] = []
-        workload_kinds = ("Deployment", "StatefulSet", "DaemonSet")
+        companions: list[tuple[Obj, Recognised]] = []
         seen_pods: set[tuple[str, str]] = set()
-        for kind in workload_kinds:
+        for kind in ("Deployment", "StatefulSet", "DaemonSet"):
             for workload in self.of_kind(kind, "apps"):
-                name = self.component_name(workload)
-                if name is None:
-                    continue
-                pods = tuple(self.pods_of(workload))
-                seen_pods.update((p.namespace, p.name) for p in pods)
-                found.append(self._component(name, workload, pods))
-        orphans: dict[str, list[Obj]] = defaultdict(list)
+                recognised = self._recognised(workload)
+                if recognised is not None:
+                    pods = tuple(self.pods_of(workload))
+                    seen_pods.update((p.namespace, p.name) for p in pods)
+                    found.append(self._component(recognised, workload, pods))
+                elif (companion := by_containers(workload.containers, companions=True)) is not None:
+                    companions.append((workload, companion))
+        orphans: dict[str, tuple[Recognised, list[Obj]]] = {}
         for pod in self.of_kind("Pod", ""):
-            if (pod.namespace, pod.name) not in seen_pods:
-                name = self.component_name(pod)
-                if name is not None:
-                    orphans[name].append(pod)
-        for name, orphan_pods in orphans.items():
-            found.append(self._component(name, None, tuple(orphan_pods)))
+            if (pod.namespace, pod.name) in seen_pods:
+                continue
+            recognised = self._recognised(pod)
+            if recognised is not None:
+                orphans.setdefault(recognised.rule.component, (recognised, []))[1].append(pod)
+            elif (companion := by_containers(pod.containers, companions=True)) is not None:
+                companions.append((pod, companion))
+        for recognised, orphan_pods in orphans.values():
+            found.append(self._component(recognised, None, tuple(orphan_pods)))
+        installed = [(c.product, c.namespace, frozenset(releases(c.labels))) for c in found]
+        for obj, companion in companions:
+            if serves(companion.rule, obj.labels or _template_labels(obj), obj.namespace, installed) and not is_hook(
+                    obj.kind, obj.raw):
+                found.append(self._component(companion, obj, tuple(self.pods_of(obj)))
+                             if obj.kind != "Pod" else self._component(companion, None, (obj,)))
         return found
 
-    def _component(self, name: str, workload: Obj | None, pods: tuple[Obj, ...]) -> Component:
-        rule = next(r for r in component_rules() if r.component == name)
-        template = mapping(mapping(workload.spec.get("template")).get("spec")) if workload else {}
-        spec = template or (pods[0].spec if pods else {})
-        containers = spec.get("containers") if isinstance(spec, dict) else None
-        image = None
-        if isinstance(containers, list) and containers and isinstance(containers[0], dict):
-            image = str(containers[0].get("image") or "") or None
-        return Component(name, rule.product, workload, pods, image, image_version(image))
+    def _recognised(self, obj: Obj) -> Recognised | None:
+        """The component a workload or pod runs by its containers, else names by its labels (its pod template's when it
+        has none) or its name; None for hooks."""
+        recognised = by_containers(obj.containers)
+        if recognised is None:
+            rule = by_labels(obj.labels or _template_labels(obj)) or by_name(obj.name)
+            recognised = Recognised(rule, None) if rule is not None else None
+        return None if recognised is None or is_hook(obj.kind, obj.raw) else recognised
+
+    def _component(self, recognised: Recognised, workload: Obj | None, pods: tuple[Obj, ...]) -> Component:
+        image = recognised.image
+        if image is None:  # found by its labels or name: its first container's
+            containers = workload.containers if workload is not None else pods[0].containers if pods else ()
+            image = containers[0][0] if containers else None
+        rule = recognised.rule
+        return Component(rule.component, rule.product, workload, pods, image or None, image_version(image))
 
     def component_name(self, obj: Obj) -> str | None:
-        """The component an object (workload or pod) belongs to, if any."""
-        labels = obj.labels
-        if obj.kind != "Pod" and not labels:  # a workload without labels: its pod template's
-            labels = mapping(mapping(mapping(obj.spec.get("template")).get("metadata")).get("labels"))
-        # `controller`: the label Argo Events puts on the Deployments of EventSources and Sensors
-        values = [labels.get("app.kubernetes.io/name"), labels.get("app"), labels.get("controller")]
-        part_of = labels.get("app.kubernetes.io/part-of")
-        known_labels, known_prefixes = _component_keys()
-        if any(isinstance(v, str) and v in known_labels for v in values):  # a rule's labels are strings
-            for rule in component_rules():
-                if any(v in rule.labels for v in values if v) and (rule.part_of is None or part_of == rule.part_of):
-                    return rule.component
-        if obj.name.startswith(known_prefixes):
-            for rule in component_rules():
-                if rule.part_of is None and any(obj.name.startswith(p) for p in rule.prefixes):
-                    return rule.component
-        return None
+        """The component a workload or pod runs on its own (Redis, which runs beside Argo CD, is told only among the
+        other objects: `components`)."""
+        recognised = self._recognised(obj)
+        return recognised.rule.component if recognised is not None else None
 
     @cached_property
     def _pod_components(self) -> dict[tuple[str, str], str]:
@@ -718,12 +788,10 @@ class Snapshot:
     def component_of_pod(self, namespace: str, pod: str) -> str | None:
         """The component a pod belongs to, by its object, else by its name."""
         found = self._pod_components.get((namespace, pod))
-        if found is not None or not pod.startswith(_component_keys()[1]):
+        if found is not None:
             return found
-        for rule in component_rules():
-            if rule.part_of is None and any(pod.startswith(p) for p in rule.prefixes):
-                return rule.component
-        return None
+        rule = by_name(pod)
+        return rule.component if rule is not None else None
 
     # -- events, audit, time --------------------------------------------------------------
     @cached_property
@@ -827,13 +895,11 @@ class Snapshot:
         return newest or datetime.now(UTC)
 
 
-@cache
-def _component_keys() -> tuple[frozenset[str], tuple[str, ...]]:
-    """Every label value of the component rules, and every name prefix of those without `part_of`: most objects
-    have none of them, and are told so without trying each rule."""
-    rules = component_rules()
-    return (frozenset(v for r in rules for v in r.labels),
-            tuple(p for r in rules if r.part_of is None for p in r.prefixes))
+def _template_labels(obj: Obj) -> dict[str, Any]:
+    """The labels of a workload's pod template (for a workload without labels of its own)."""
+    if obj.kind == "Pod":
+        return {}
+    return mapping(obj.at("spec", "template", "metadata", "labels"))
 
 
 def image_version(image: str | None) -> str | None:

@@ -161,3 +161,9 @@ def test_upstream_defaults_need_nothing_more(name: str) -> None:
     if not (BUNDLES / name).is_dir():
         pytest.skip(f"{name} not present")
     assert [f for f in findings(load(name)) if f.severity > Severity.INFO] == []
+
+
+def test_chart_installs_need_nothing_more() -> None:
+    """The argo-helm Rollouts dashboard runs as its own ServiceAccount: it is not the controller, which needs
+    pods/eviction."""
+    assert findings(load("install-charts")) == []

@@ -4,6 +4,7 @@ binding and role (aggregation included), points at the rule, and proposes a narr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -279,3 +280,52 @@ def test_the_bindings_every_cluster_has_are_no_finding() -> None:
                 | {"subjects": to_all},
                 binding("ClusterRoleBinding", "system:basic-user", "ClusterRole", "system:basic-user", "x")
                 | {"subjects": to_all}) == []
+
+
+def test_chart_installs_get_the_verdict_of_the_upstream_manifests() -> None:
+    """Bitnami's and argo-helm's roles, renamed with the release, are what the projects (or the chart: argo-helm's
+    providerRBAC for Rollouts, its notifications ClusterRole) ship: info, whatever they are called."""
+    found = findings(BUNDLES / "install-charts")
+    assert sorted(found) == [f"ClusterRoleBinding/{name}" for name in (
+        "argo-events-binding", "argo-events-webhook-binding", "cd-argocd-notifications-controller",
+        "gitops-argo-cd-argocd-app-controller", "gitops-argo-cd-argocd-server", "my-argo-argo-rollouts",
+        "wf-argo-workflows-workflows-controller", "wf-argo-workflows-workflows-server")]
+    assert {f.severity for f in found.values()} == {Severity.INFO}
+    assert all(f.title.endswith("documented default") for f in found.values())
+    rollouts = found["ClusterRoleBinding/my-argo-argo-rollouts"]
+    assert "[shipped by the argo-rollouts Helm chart]" in rollouts.summary
+    assert "Argo Rollouts' installation manifests and the argo-rollouts Helm chart ship" in rollouts.summary
+
+
+def _chart_install_finding(tmp_path: Path, role: str, edit: Callable[[Raw], None], binding: str) -> Finding:
+    """The finding about `binding` of the install-charts bundle with ClusterRole `role` changed by `edit`."""
+    from tests.facts.test_installation import variant
+
+    def change(item: Raw) -> Raw:
+        if item["kind"] == "ClusterRole" and item["metadata"]["name"] == role:
+            edit(item)
+        return item
+
+    result = run_scan(variant(tmp_path, "install-charts", change), select_analyzers(only=("rbac-overbroad",)))
+    (found,) = [f for f in result.findings if str(f.objects[0]) == f"ClusterRoleBinding/{binding}"]
+    return found
+
+
+def test_a_charts_grants_are_default_only_in_the_charts_roles(tmp_path: Path) -> None:
+    """Every verb on Gloo's routetables is argo-helm's default: in a role without the chart's label it is a grant
+    someone added."""
+    rollouts = _chart_install_finding(tmp_path, "my-argo-argo-rollouts",
+                                      lambda role: role["metadata"]["labels"].pop("helm.sh/chart"),
+                                      "my-argo-argo-rollouts")
+    assert rollouts.severity == Severity.MEDIUM and "wildcard" in rollouts.title
+    assert "the others go beyond what the project ships or documents" in rollouts.summary
+
+
+def test_a_grant_added_to_a_bitnami_role_is_reported(tmp_path: Path) -> None:
+    server = _chart_install_finding(
+        tmp_path, "gitops-argo-cd-argocd-server",
+        lambda role: role["rules"].append({"apiGroups": [""], "resources": ["serviceaccounts/token"],
+                                           "verbs": ["create"]}),
+        "gitops-argo-cd-argocd-server")
+    assert server.severity == Severity.HIGH and "may mint ServiceAccount tokens" in server.title
+    assert "[no more than the shipped default]" in server.summary

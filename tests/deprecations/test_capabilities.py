@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from argo_doctor.cli import main
 from argo_doctor.deprecations import Use, newest_release, removed, scan_paths, served
 from argo_doctor.helm.capabilities import template_apis
+from argo_doctor.helm.scan import chart_template_apis
 
 CHARTS = Path(__file__).parent / "charts"
 
@@ -19,7 +20,7 @@ Found = tuple[str, str, str, str, bool]
 
 
 def uses_at(chart: str, target: tuple[int, int] | None) -> list[Found]:
-    uses, problems = scan_paths([CHARTS / chart], target, template_apis)
+    uses, problems = scan_paths([CHARTS / chart], target, chart_template_apis)
     assert problems == []
     return sorted((u.location, u.api.api_version, u.api.kind, u.status, u.maybe) for u in uses)
 
@@ -43,7 +44,7 @@ ROUTE = ("webshop/templates/route.yaml:10", "extensions/v1beta1", "Ingress")
         ((1, 18), [(*ROUTE, "deprecated", True)]),
         ((1, 22), [
             ("webshop/templates/hpa.yaml:2", "autoscaling/v2beta1", "HorizontalPodAutoscaler", "deprecated", False),
-            ("webshop/templates/psp.yaml:2", "policy/v1beta1", "PodSecurityPolicy", "deprecated", False),
+            ("webshop/templates/psp.yaml:2", "policy/v1beta1", "PodSecurityPolicy", "deprecated", True),  # values off
             (*ROUTE, "removed", True),
         ]),
         ((1, 25), [(*ROUTE, "removed", True)]),
@@ -103,14 +104,17 @@ def test_catalog_helpers_with_a_context_map_and_values_switches() -> None:
 
 
 def test_how_says_what_chose_the_api_and_at_which_version() -> None:
-    uses, _ = scan_paths([CHARTS / "webshop"], (1, 22), template_apis)
+    uses, _ = scan_paths([CHARTS / "webshop"], (1, 22), chart_template_apis)
     hpa = next(u for u in uses if u.api.kind == "HorizontalPodAutoscaler")
     assert hpa.how == ('template, chosen by .Capabilities at Kubernetes v1.22.0: and (eq .Capabilities.KubeVersion.'
                        'Major "1") (ge (int (trimSuffix "+" .Capabilities.KubeVersion.Minor)) 23) is false')
     psp = next(u for u in uses if u.api.kind == "PodSecurityPolicy")
     assert ".Values.kubeVersionOverride assumed unset" in psp.how
-    assert "with .Values.podSecurityPolicy.create set" in psp.how
-    route = next(u for u in uses if u.maybe)
+    assert "with .Values.podSecurityPolicy.create set" in psp.how  # the chart renders it so when asked
+    assert psp.maybe and psp.how.startswith("template, may be used at Kubernetes v1.22.0: ")
+    assert psp.how.endswith("is false with the chart's values (podSecurityPolicy.create: false)")  # but not by default
+    route = next(u for u in uses if u.api.kind == "Ingress")
+    assert route.maybe
     assert route.how.startswith("template, may be used at Kubernetes v1.22.0: .Capabilities.APIVersions.Has "
                                 '"gateway.networking.k8s.io/v1/HTTPRoute" cannot be decided statically')
     assert removed(uses) == []  # a use that only may happen does not fail the check
@@ -118,7 +122,7 @@ def test_how_says_what_chose_the_api_and_at_which_version() -> None:
 
 def test_without_a_target_branches_are_taken_at_the_newest_release_and_rows_listed() -> None:
     assert newest_release() >= (1, 33)
-    uses, _ = scan_paths([CHARTS / "webshop"], None, template_apis)
+    uses, _ = scan_paths([CHARTS / "webshop"], None, chart_template_apis)
     by_file = {u.location.rsplit("/", 1)[-1]: u for u in uses}
     assert set(by_file) == {"flowschema.yaml:1", "route.yaml:10"}  # old branches are not listed
     assert {u.status for u in uses} == {"listed"}
@@ -159,9 +163,9 @@ def test_cli_json_marks_uncertain_uses_and_keeps_exit_0_for_them() -> None:
     assert (use["status"], use["certain"], use["kind"]) == ("removed", False, "HorizontalPodAutoscaler")
     table = CliRunner().invoke(main, ["deprecations", str(CHARTS / "webshop"), "--target-version", "1.22"])
     assert table.exit_code == 0
-    lines = [line for line in table.stdout.splitlines() if "v1beta1" in line]
-    assert [line.split()[0] for line in lines] == ["deprecated", "removed"]  # certain first, then "may be used"
-    assert "(may be used)" in lines[-1]
+    lines = [line for line in table.stdout.splitlines() if "v2beta1" in line or "v1beta1" in line]
+    assert [line.split()[0] for line in lines] == ["deprecated", "removed", "deprecated"]  # certain first
+    assert "(may be used)" not in lines[0] and all("(may be used)" in line for line in lines[1:])
 
 
 @pytest.mark.parametrize(
@@ -180,7 +184,7 @@ def test_bad_templates_never_crash(tmp_path: Path, text: str) -> None:
     chart = tmp_path / "chart" / "templates"
     chart.mkdir(parents=True)
     (chart / "x.yaml").write_text(text)
-    uses: list[Use] = scan_paths([tmp_path / "chart"], (1, 25), template_apis)[0]
+    uses: list[Use] = scan_paths([tmp_path / "chart"], (1, 25), chart_template_apis)[0]
     assert all(u.api.kind == "Ingress" for u in uses)
 
 
@@ -190,7 +194,7 @@ def test_an_undecidable_constraint_is_may_be_used_and_printf_is_evaluated(tmp_pa
     (chart / "a.yaml").write_text('{{- if semverCompare "not a constraint" .Capabilities.KubeVersion.Version }}\n'
                                   "apiVersion: extensions/v1beta1\nkind: Ingress\n{{- end }}\n")
     (chart / "b.yaml").write_text('apiVersion: {{ printf "%s/%s" "extensions" "v1beta1" }}\nkind: Ingress\n')
-    uses = scan_paths([tmp_path / "chart"], (1, 25), template_apis)[0]
+    uses = scan_paths([tmp_path / "chart"], (1, 25), chart_template_apis)[0]
     assert sorted((u.location, u.maybe) for u in uses) == [("chart/templates/a.yaml:2", True),
                                                             ("chart/templates/b.yaml:1", False)]
 
@@ -209,7 +213,7 @@ def test_regex_match_runs_only_patterns_of_bounded_cost(tmp_path: Path, pattern:
     chart.mkdir(parents=True)
     (chart / "psp.yaml").write_text(f"{{{{- if regexMatch {json.dumps(pattern)} {json.dumps(subject)} }}}}\n"
                                     "apiVersion: policy/v1beta1\nkind: PodSecurityPolicy\n{{- end }}\n")
-    uses = scan_paths([tmp_path / "chart"], (1, 25), template_apis)[0]
+    uses = scan_paths([tmp_path / "chart"], (1, 25), chart_template_apis)[0]
     assert [(u.api.kind, u.how) for u in uses] == ([("PodSecurityPolicy", "template")] if listed else [])
 
 
@@ -222,10 +226,68 @@ def test_a_variable_set_from_capabilities_decides_like_the_expression(tmp_path: 
         "{{- if $stable }}\napiVersion: autoscaling/v2\n{{- else }}\napiVersion: autoscaling/v2beta2\n{{- end }}\n"
         "kind: HorizontalPodAutoscaler\n---\n"
         "{{- if not $crd }}\napiVersion: autoscaling/v2beta1\nkind: HorizontalPodAutoscaler\n{{- end }}\n")
-    old = scan_paths([tmp_path / "chart"], (1, 22), template_apis)[0]
+    old = scan_paths([tmp_path / "chart"], (1, 22), chart_template_apis)[0]
     assert sorted((u.location, u.api.version, u.maybe) for u in old) == [
         ("chart/templates/hpa.yaml:11", "v2beta1", True)]  # v2beta2 is chosen at 1.22 but deprecated only in 1.23
-    new = scan_paths([tmp_path / "chart"], (1, 25), template_apis)[0]
+    new = scan_paths([tmp_path / "chart"], (1, 25), chart_template_apis)[0]
     assert sorted((u.location, u.api.version, u.status, u.maybe) for u in new) == [
         ("chart/templates/hpa.yaml:11", "v2beta1", "removed", True)]
     assert new[0].how.endswith("not $crd cannot be decided statically")
+
+
+PSP = """{{- if .Values.global.podSecurityPolicy.enabled }}
+apiVersion: policy/v1beta1
+kind: PodSecurityPolicy
+metadata:
+  name: {{ template "certs.fullname" . }}
+spec:
+  privileged: false
+{{- end }}
+"""
+
+
+def _chart(root: Path, name: str, values: str, templates: dict[str, str], requirements: str = "") -> Path:
+    """A chart as `helm create` lays it out (Chart.yaml, values.yaml, templates/), optionally with dependencies."""
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: 1.0.0\n{requirements}")
+    (root / "values.yaml").write_text(values)
+    (root / "templates" / "_helpers.tpl").write_text(
+        f'{{{{- define "{name}.fullname" -}}}}{{{{ .Release.Name }}}}-{name}{{{{- end }}}}\n')
+    for file, text in templates.items():
+        (root / "templates" / file).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize(("enabled", "maybe"), [("false", True), ("true", False)])
+def test_a_template_the_charts_values_switch_off_only_may_be_used(tmp_path: Path, enabled: str, maybe: bool) -> None:
+    """As cert-manager ships its PodSecurityPolicies (global.podSecurityPolicy.enabled: false) and eks-charts theirs
+    (rbac.pspEnabled: false): removed in 1.25, but not rendered by default, so not "removed, certain"."""
+    _chart(tmp_path / "certs", "certs", f"global:\n  podSecurityPolicy:\n    enabled: {enabled}\n", {"psp.yaml": PSP})
+    (use,) = scan_paths([tmp_path / "certs"], (1, 31), chart_template_apis)[0]
+    assert (use.api.kind, use.status, use.maybe) == ("PodSecurityPolicy", "removed", maybe)
+    if maybe:
+        assert use.how.endswith(".Values.global.podSecurityPolicy.enabled is false with the chart's values "
+                                "(global.podSecurityPolicy.enabled: false)")
+        assert removed([use]) == []
+    result = CliRunner().invoke(main, ["deprecations", str(tmp_path / "certs"), "--target-version", "1.31"])
+    assert result.exit_code == (0 if maybe else 1), result.output
+
+
+def test_a_value_not_set_at_all_switches_off_too(tmp_path: Path) -> None:
+    _chart(tmp_path / "aws", "aws", "rbac:\n  create: true\n",
+           {"psp.yaml": "{{- if and .Values.rbac.create .Values.rbac.pspEnabled }}\n" + PSP.split("\n", 1)[1]})
+    (use,) = scan_paths([tmp_path / "aws"], (1, 31), chart_template_apis)[0]
+    assert use.maybe and "(rbac.create: true, rbac.pspEnabled: not set)" in use.how
+
+
+def test_a_sub_chart_the_values_disable_only_may_be_used(tmp_path: Path) -> None:
+    parent = _chart(tmp_path / "stack", "stack", "legacy:\n  enabled: false\n", {},
+                    "dependencies:\n- name: legacy\n  version: 1.0.0\n  condition: legacy.enabled\n")
+    _chart(parent / "charts" / "legacy", "legacy", "", {"psp.yaml": PSP.replace(
+        "{{- if .Values.global.podSecurityPolicy.enabled }}\n", "").replace("{{- end }}\n", "")})
+    (use,) = scan_paths([parent], (1, 31), chart_template_apis)[0]
+    assert use.maybe and use.location == "stack/charts/legacy/templates/psp.yaml:1"
+    assert use.how.endswith("the sub-chart legacy does not render with the chart's values (legacy.enabled: false)")
+    (parent / "values.yaml").write_text("legacy:\n  enabled: true\n")
+    (use,) = scan_paths([parent], (1, 31), chart_template_apis)[0]
+    assert not use.maybe

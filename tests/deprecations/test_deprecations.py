@@ -12,14 +12,14 @@ from click.testing import CliRunner
 from argo_doctor.cli import main
 from argo_doctor.deprecations import DeprecatedApi, Use, Version, deprecated_apis, object_uses, parse_version
 from argo_doctor.deprecations import scan_paths as scan_with_reader
-from argo_doctor.helm.capabilities import template_apis
+from argo_doctor.helm.scan import chart_template_apis
 from argo_doctor.model import Problem
 
 K8S_ROWS = [api for api in deprecated_apis().values() if not api.component]
 
 
 def scan_paths(paths: list[Path], target: Version | None) -> tuple[list[Use], list[Problem]]:
-    return scan_with_reader(paths, target, template_apis)
+    return scan_with_reader(paths, target, chart_template_apis)
 
 
 def manifest(api: DeprecatedApi) -> str:
@@ -47,11 +47,25 @@ def test_every_row_is_found_at_the_right_version_and_not_before(api: DeprecatedA
 
 def test_add_on_rows_are_listed_without_comparing_kubernetes_versions(tmp_path: Path) -> None:
     add_ons = [api for api in deprecated_apis().values() if api.component]
-    assert {api.component for api in add_ons} >= {"cert-manager"}
+    assert {api.component for api in add_ons} >= {"cert-manager", "external-snapshotter"}
     path = tmp_path / "certs.yaml"
     path.write_text("---\n".join(manifest(api) for api in add_ons))
     uses, _ = scan_paths([path], (1, 20))
     assert {u.api.kind for u in uses} == {api.kind for api in add_ons} and {u.status for u in uses} == {"listed"}
+
+
+def test_csi_volume_snapshots_v1beta1_as_kubent_lists_them(tmp_path: Path) -> None:
+    path = tmp_path / "snapshots.yaml"
+    path.write_text("apiVersion: snapshot.storage.k8s.io/v1beta1\nkind: VolumeSnapshotClass\nmetadata:\n"
+                    "  name: csi-hostpath-snapclass\ndriver: hostpath.csi.k8s.io\ndeletionPolicy: Delete\n---\n"
+                    "apiVersion: snapshot.storage.k8s.io/v1beta1\nkind: VolumeSnapshot\nmetadata:\n"
+                    "  name: db-snapshot\n  namespace: shop\nspec:\n  volumeSnapshotClassName: csi-hostpath-snapclass\n"
+                    "  source:\n    persistentVolumeClaimName: db-data\n")
+    uses, _ = scan_paths([path], (1, 31))
+    assert [(u.api.kind, u.status, u.api.replacement, u.api.removed_in) for u in uses] == [
+        ("VolumeSnapshotClass", "listed", "snapshot.storage.k8s.io/v1 VolumeSnapshotClass", "6.0"),
+        ("VolumeSnapshot", "listed", "snapshot.storage.k8s.io/v1 VolumeSnapshot", "6.0")]
+    assert all(u.api.component == "external-snapshotter" for u in uses)
 
 
 def test_chart_templates_and_capabilities_conditionals(tmp_path: Path) -> None:

@@ -358,3 +358,69 @@ def test_component_permissions_share_one_resolution_per_account() -> None:
     updater = perms[("argocd", "argocd-image-updater")]
     assert {(g.api_group, g.resource, g.namespace) for g in updater.grants} >= {
         ("argoproj.io", "applications", None), ("", "secrets", "argocd")}
+
+
+CHART_INSTALLS = {
+    ("cd-platform", "gitops-argo-cd-app-controller"): ("application-controller", "argo-cd", "3.1.1-debian-12-r0"),
+    ("cd-platform", "gitops-argo-cd-repo-server"): ("repo-server", "argo-cd", "3.1.1-debian-12-r0"),
+    ("cd-platform", "gitops-argo-cd-server"): ("server", "argo-cd", "3.1.1-debian-12-r0"),
+    ("cd-platform", "gitops-argo-cd-applicationset-controller"): ("applicationset-controller", "argo-cd",
+                                                                  "3.1.1-debian-12-r0"),
+    ("cd-platform", "gitops-argo-cd-notifications"): ("notifications-controller", "argo-cd", "3.1.1-debian-12-r0"),
+    ("cd-platform", "gitops-argo-cd-dex"): ("dex-server", "dex", "2.43.1-debian-12-r8"),
+    ("cd-platform", "gitops-redis-master"): ("redis", "redis", "8.2.1-debian-12-r0"),
+    ("platform", "cd-argocd-application-controller"): ("application-controller", "argo-cd", "v3.4.4"),
+    ("platform", "cd-argocd-repo-server"): ("repo-server", "argo-cd", "v3.4.4"),
+    ("platform", "cd-argocd-server"): ("server", "argo-cd", "v3.4.4"),
+    ("platform", "cd-argocd-notifications-controller"): ("notifications-controller", "argo-cd", "v3.4.4"),
+    ("platform", "cd-redis-ha-haproxy"): ("redis-ha-haproxy", "haproxy", "3.3.10-alpine"),
+    ("platform", "cd-redis-ha-server"): ("redis-ha", "redis", "8.2.3-alpine"),
+    ("rollouts", "my-argo-argo-rollouts"): ("rollouts-controller", "argo-rollouts", "v1.9.0"),
+    ("rollouts", "my-argo-argo-rollouts-dashboard"): ("rollouts-dashboard", "argo-rollouts", "v1.9.0"),
+    ("argo-events", "controller-manager"): ("events-controller", "argo-events", "v1.9.11"),
+    ("argo-events", "events-webhook"): ("events-webhook", "argo-events", "v1.9.11"),
+    ("workflows", "wf-argo-workflows-controller"): ("workflow-controller", "argo-workflows", "3.7.1-debian-12-r1"),
+    ("workflows", "wf-argo-workflows-server"): ("workflows-server", "argo-workflows", "3.7.1-debian-12-r1"),
+}
+
+
+def test_components_of_charts_and_renamed_releases_by_what_they_run() -> None:
+    """Bitnami's images, argo-helm's release names, the Rollouts dashboard, Events' unlabelled controller-manager and
+    its webhook, redis-ha of a release not called argocd; the chart's helm test pods are none of them."""
+    found = installation(load("install-charts"))
+    assert {(c.namespace, c.name): (c.component, c.product, c.version) for c in found} == CHART_INSTALLS
+    redis = named(found)["cd-argocd-server"].settings["redis"]
+    assert redis == "cd-redis-ha-haproxy:6379"
+
+
+def test_redis_of_another_release_or_namespace_is_not_argo_cds(tmp_path: Path) -> None:
+    def cache(name: str, namespace: str, release: str) -> dict[str, Any]:
+        labels = {"app.kubernetes.io/name": "redis", "app.kubernetes.io/instance": release,
+                  "app.kubernetes.io/component": "master"}
+        return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
+                "spec": {"template": {"metadata": {"labels": labels}, "spec": {"containers": [
+                    {"name": "redis", "image": "docker.io/bitnami/redis:8.2.1-debian-12-r0"}]}}}}
+
+    snap = variant(tmp_path, "install-charts", lambda item: item, [
+        cache("shop-cache-redis-master", "cd-platform", "shop-cache"),  # beside Argo CD, another release
+        cache("gitops-redis-master", "shop", "gitops"),  # Argo CD's release name, another namespace
+    ])
+    redis = [(c.namespace, c.workload.name if c.workload else "") for c in snap.components if c.product == "redis"]
+    assert sorted(redis) == [("cd-platform", "gitops-redis-master"), ("platform", "cd-redis-ha-server")]
+
+
+def test_a_helm_test_pod_alone_is_no_component(tmp_path: Path) -> None:
+    """The redis-ha chart's test pods (release argocd here, so that their names start like Argo CD's Redis) run
+    shellcheck and the Redis image with the release's labels, without a workload."""
+    def release_argocd(item: dict[str, Any]) -> dict[str, Any] | None:
+        if item["kind"] == "StatefulSet":
+            return None
+        if item["kind"] == "Pod":
+            item["metadata"]["name"] = item["metadata"]["name"].replace("cd-", "argocd-", 1)
+        return item
+
+    snap = variant(tmp_path, "install-charts", release_argocd)
+    tests = {"argocd-redis-ha-configmap-test", "argocd-redis-ha-service-test"}
+    assert {p.name for p in snap.of_kind("Pod", "")} == tests
+    assert not [p.name for c in snap.components for p in c.pods]

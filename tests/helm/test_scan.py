@@ -373,3 +373,32 @@ def test_function_table_has_sources_and_examples() -> None:
         assert info.source.startswith("https://") and info.example
         assert info.name in info.example or (info.requires and info.requires in info.example)
     assert table["lookup"].kind == "lookup" and table["now"].kind == "time"
+
+
+def test_defines_of_a_sub_chart_the_values_disable_are_still_known(tmp_path: Path) -> None:
+    """As argo-helm's argo-cd chart names `redis-ha.fullname` (its vendored redis-ha, off by default) in a branch its
+    values guard: helm shares defines across a chart and its sub-charts; an undefined name is still one problem."""
+    chart = tmp_path / "argo-cd"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: argo-cd\nversion: 10.1.1\ndependencies:\n"
+                                      "- name: redis-ha\n  version: 4.38.0\n  condition: redis-ha.enabled\n")
+    (chart / "values.yaml").write_text("redis-ha:\n  enabled: false\n")
+    (chart / "templates" / "_helpers.tpl").write_text(
+        '{{- define "argo-cd.redis.fullname" -}}\n'
+        '{{- if index .Values "redis-ha" "enabled" -}}\n'
+        '{{- include "redis-ha.fullname" (dict "Chart" (dict "Name" "redis-ha") "Release" .Release "Values" '
+        '(index .Values "redis-ha")) }}-haproxy\n'
+        '{{- else -}}\n{{ .Release.Name }}-redis\n{{- end -}}\n{{- end -}}\n')
+    (chart / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cmd-params-cm\ndata:\n"
+        '  redis.server: {{ include "argo-cd.redis.fullname" . }}:6379\n'
+        '  other: {{ include "nowhere.fullname" . }}\n')
+    sub = chart / "charts" / "redis-ha"
+    (sub / "templates").mkdir(parents=True)
+    (sub / "Chart.yaml").write_text("apiVersion: v2\nname: redis-ha\nversion: 4.38.0\n")
+    (sub / "templates" / "_helpers.tpl").write_text(
+        '{{- define "redis-ha.fullname" -}}\n{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 -}}\n'
+        '{{- end -}}\n')
+    report = scan_chart(chart)
+    assert [message for _, message in report.problems] == [
+        'no template named "nowhere.fullname" (include/template of an undefined name)']

@@ -10,7 +10,7 @@ from argo_doctor.knowledge import _policy_rule, in_range, load_rows, shipped_rba
 
 ROWS = load_rows("rbac_defaults.yaml")
 KEYS = {"product", "components", "service_accounts", "roles", "restrict", "docs", "source"}
-OPTIONAL = {"versions", "opt_ins"}
+OPTIONAL = {"versions", "opt_ins", "charts"}
 RULE_KEYS = {"apiGroups", "resources", "nonResourceURLs", "verbs", "resourceNames"}
 
 
@@ -36,6 +36,7 @@ def test_row(row: dict[str, Any]) -> None:
     for role in row["roles"]:
         assert set(role) == {"kind", "name", "rules"} and role["kind"] in ("Role", "ClusterRole") and role["name"]
         assert role["rules"] and all(_well_formed(rule) for rule in role["rules"]), role["name"]
+    assert all(isinstance(c, str) and c for c in row.get("charts") or ())
     for opt_in in row.get("opt_ins") or ():
         assert set(opt_in) == {"rule", "why"} and _well_formed(opt_in["rule"]) and opt_in["why"].strip()
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from argo_doctor.model import Problem
 from argo_doctor.sources import fast_yaml, objects
+from argo_doctor.sources.goyaml import GoLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -139,12 +140,14 @@ def test_a_kubectl_document_takes_the_fast_path() -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "a: yes\n", "a: On\n", "a: NO\n", "yes: 1\n", "- off\n", "a: [on]\n",  # YAML 1.1 booleans
+    "a: yes\n", "a: On\n", "a: NO\n", "yes: 1\n", "- off\n", "a: [on]\n",  # go-yaml's booleans
+    "a: y\n", "- N\n", "y: 1\n", "a: {x: 0, y: 0}\n", "a: [n, Y]\n",
+    "a: 18446744073709551616\n", "a: -99999999999999999999\n",  # past uint64 and int64: floats in go-yaml
     "a: 0755\n", "a: 08\n", "a: 0o17\n", "a: 0x1F\n",  # leading zeros
     "a: 1:20\n", "a: 190:20:30.5\n",  # sexagesimal
     "a: 1e3\n", "a: 0.1e30\n", "a: -1.5E3\n", "a: +.5\n", "a: -.5\n",  # exponents without a dot, signed .5
     "a: 2026-01-01\n", "a: 2026-01-01T10:00:00Z\n", "a: 2001-12-14 21:59:43.10 -5\n",  # timestamps
-    "<<: {b: 1}\na: 2\n", "a: =\n", "a: !!binary aGVsbG8=\n", "a: !custom x\n",  # merge, value, tags
+    "<<: {b: 1}\na: 2\n", "a: !!binary aGVsbG8=\n", "a: !custom x\n",  # merge, tags
     "a: &x 1\nb: *x\n", "? [1, 2]\n: x\n", ": x\n", "a: {[1]: 2}\n", "a: {{ x }}\n",  # anchors, odd keys
     "[ ]: x\n", "b:\n  {}: x\n", "a: {[1], b}\n", "a: {x, {y}}\n",  # collections as keys, with and without `:`
     'a: "\\ud83d\\ude00"\n', 'a: "\\U0000D83D"\n',  # escaped surrogates: a character in yaml-rs, refused by libyaml
@@ -155,12 +158,26 @@ def test_a_kubectl_document_takes_the_fast_path() -> None:
     "%YAML 1.1\n---\na: 1\n", "a: 1\n...\n---\nb: 2\n",  # directives, document end
 ])
 def test_what_yaml_rs_may_read_otherwise_goes_to_pyyaml(text: str) -> None:
+    """PyYAML reads it, with go-yaml's scalars (GoLoader)."""
     data = text.encode()
     slow, fast = _both(data)
     assert fast == slow
     if fast_yaml.file_supported(data):
         with pytest.raises(fast_yaml.Unsupported):
             fast_yaml.load(data)
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("a: =\n", "="), ("a: [=, <, ~x]\n", ["=", "<", "~x"]),  # `=` is YAML 1.1's value key only to PyYAML
+    ("a: 2026-01-01\n", "2026-01-01"), ("a: 1e3\n", 1000.0), ("a: 1_000\n", 1000), ("a: 0x1F\n", 31),
+    ("a: True\n", True), ("a: NULL\n", None), ("a: .5\n", 0.5),
+])
+def test_what_both_read_alike_as_kubernetes_does(text: str, value: Any) -> None:
+    """yaml-rs (when it takes the document) and PyYAML with go-yaml's scalars give Kubernetes' value."""
+    data = text.encode()
+    slow, fast = _both(data)
+    assert fast == slow
+    assert GoLoader(data).get_single_data() == {"a": value}
 
 
 def test_lines_of_documents_and_list_entries(tmp_path: Path) -> None:

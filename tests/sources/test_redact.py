@@ -170,11 +170,35 @@ def test_secret_values_include_stored_decoded_and_registry_credentials() -> None
                  ".dockerconfigjson": base64.b64encode(json.dumps(docker).encode()).decode()},
         "stringData": {"token": "plain-token-1"},
     }
-    values = set(secret_values(secret))
+    found = {value: (key, name) for value, key, name in secret_values(secret)}
+    values = set(found)
     assert {"s3cr3t-value", base64.b64encode(b"s3cr3t-value").decode(), "plain-token-1",
             base64.b64encode(b"plain-token-1").decode(), "hunter2-registry", "robot:hunter2-registry",
             base64.b64encode(b"robot:hunter2-registry").decode()} <= values
     assert "https://git" not in values and "aHR0cHM6Ly9naXQ=" not in values  # the url is public
+    assert found["s3cr3t-value"] == ("password", "s") and found["plain-token-1"] == ("token", "s")
+
+
+def test_names_of_the_input_and_short_values_are_not_scrubbed_and_said_so() -> None:
+    """An OIDC client id (`argo-server`, Argo Workflows' quick-start) or a Redis password equal to the namespace
+    (`argocd`): scrubbing them would blank every name that holds them."""
+    secrets = [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "argo"},
+                "stringData": data} for name, data in (
+        ("argo-server-sso", {"clientID": "argo-server", "clientSecret": "Zq8f-0d1c-4b9e-secret"}),
+        ("redis", {"redis-password": "argocd", "pin": "1234", "auth-token": "x7", "user": "bob"}))]
+    scrubber = SecretScrubber()
+    for secret in secrets:
+        scrubber.add_values(secret_values(secret))
+    scrubber.add_names(["argo-server", "argocd", "app.kubernetes.io/name"])
+    text = "ServiceAccount argocd/argo-server uses Zq8f-0d1c-4b9e-secret and pin 1234"
+    assert scrubber.scrub(text) == "ServiceAccount argocd/argo-server uses <redacted secret value> and pin 1234"
+    assert scrubber.not_hidden() == [  # a short user name or pin is no credential a user expects hidden
+        ("argo/argo-server-sso", "clientID", "the name of an object, a namespace or a label in the input"),
+        ("argo/redis", "auth-token", "shorter than 6 characters"),
+        ("argo/redis", "redis-password", "the name of an object, a namespace or a label in the input")]
+    note = scrubber.note()
+    assert note is not None and note.startswith("3 Secret value(s) are left as they are in texts")
+    assert not any(value in note for value in ("argo-server ", "argocd", "1234", "Zq8f", "x7", "bob"))
 
 
 def test_scrubber_replaces_values_but_not_words_containing_them() -> None:

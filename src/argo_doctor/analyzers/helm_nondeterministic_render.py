@@ -27,6 +27,7 @@ from argo_doctor.helm import ChartReport, NondeterministicUse, analyse_chart
 from argo_doctor.helm.values import SetError, apply_set
 from argo_doctor.model import Evidence, Finding, Needs, Problem, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
+from argo_doctor.sources import goyaml
 from argo_doctor.sources.charts import ChartFiles
 from argo_doctor.sources.objects import as_list, mapping
 
@@ -272,7 +273,7 @@ def _inline_values(text: Any, notes: list[str]) -> Mapping[str, Any] | None:
         notes.append(f"helm.values longer than {MAX_INLINE_VALUES:,} characters: not read")
         return None
     try:
-        data = yaml.safe_load(text)
+        data = goyaml.load(text)
     except (yaml.YAMLError, RecursionError):
         notes.append("helm.values is not valid YAML: not used")
         return None

@@ -135,6 +135,15 @@ def _covers(rule: dict[str, Any], cluster: bool, grant: Grant, verb: str, sa_nam
     return covered and (not names or (bool(grant.resource_names) and set(grant.resource_names) <= set(names)))
 
 
+def _installed_by(entry: Shipped, source: Source) -> bool:
+    """Whether a grant's role may be one the entry ships: any role for the project's own manifests, one labelled
+    with the entry's chart (`helm.sh/chart: argo-rollouts-2.41.0`) for a chart's row."""
+    if not entry.charts:
+        return True
+    label = source.role.labels.get("helm.sh/chart", "") if source.role is not None else ""
+    return label.rpartition("-")[0] in entry.charts
+
+
 def _covered(rules: Iterable[tuple[dict[str, Any], bool]], grant: Grant, sa_namespace: str) -> bool:
     rules = list(rules)
     return all(any(_covers(rule, cluster, grant, verb, sa_namespace) for rule, cluster in rules)
@@ -208,7 +217,7 @@ class RbacOverbroad(Analyzer):
                 if any(_same(f.source, source) for f in group.flagged):
                     continue
                 group.notes.extend(n for n in _notes(resolution.notes, source) if n not in group.notes)
-                entry = next((s for s in shipped if _covered(
+                entry = next((s for s in shipped if _installed_by(s, source) and _covered(
                     ((r, role.kind == "ClusterRole") for role in s.roles for r in role.rules),
                     source.grant, namespace)), None)
                 opt_in = None if entry or source.binding.by_group else next(
@@ -267,24 +276,29 @@ class RbacOverbroad(Analyzer):
             path = " → ".join(v for v in source.grant.via if not v.startswith("built-in"))
             lines.append(f"- {'; '.join(r.text for r in flagged.risks)}: {where}, granted through {path}"
                          + (f" [documented opt-in: {flagged.opt_in.why}]" if flagged.opt_in else "")
-                         + (" [no more than the shipped default]" if flagged.shipped and own else "") + ".")
+                         + (" [no more than the shipped default]" if flagged.shipped and own else "")
+                         + (f" [shipped by {_shipper(flagged.shipped)}]"
+                            if flagged.shipped and len(entries) > 1 else "")
+                         + ".")
         if binding.by_group:
             lines.append(f"The binding names a group, so every ServiceAccount in it gets these grants (here: "
                          f"{', '.join(group.service_accounts)}); bind the one ServiceAccount that needs them instead.")
-        for entry in entries:
+        if entries:
+            shippers = _and([_shipper(e) for e in entries])
+            sources = "; ".join(dict.fromkeys(e.source for e in entries))
             if own or builtin_risk is not None:
-                lines.append(f"The grants marked as the shipped default are what {possessive(entry.product)} "
-                             f"installation manifests give this ServiceAccount ({entry.source}); the others go beyond "
-                             "what the project ships or documents.")
-                continue
-            named = _ships_role(entry, binding.role_name)
-            these = "The grants not marked as documented opt-ins are" if opted else "These grants are"
-            lines.append(
-                (f"{these} what {possessive(entry.product)} installation manifests ship for this ServiceAccount"
-                 if named else
-                 f"{binding.role_label} is not a role {entry.product} ships, but what it grants here is no more "
-                 f"than what {possessive(entry.product)} installation manifests give this ServiceAccount")
-                + f" ({entry.source}): not a misconfiguration. {_restrict(entry, group)}")
+                lines.append(f"The grants marked as the shipped default are what {shippers} give this ServiceAccount "
+                             f"({sources}); the others go beyond what the project ships or documents.")
+            else:
+                these = "The grants not marked as documented opt-ins are" if opted else "These grants are"
+                product = entries[0].product
+                lines.append(
+                    (f"{these} what {shippers} ship for this ServiceAccount"
+                     if any(_ships_role(e, binding.role_name) for e in entries) else
+                     f"{binding.role_label} is not a role {product} ships, but what it grants here is no more than "
+                     f"what {shippers} give this ServiceAccount")
+                    + f" ({sources}): not a misconfiguration. "
+                    + " ".join(dict.fromkeys(_restrict(e, group) for e in entries)))
         if own and opted and not entries:
             lines.append("The grants not marked as documented opt-ins go beyond what the project ships or documents.")
         if group.notes:
@@ -336,6 +350,17 @@ SHORT = {
     "impersonate": "may impersonate", "token": "may mint ServiceAccount tokens", "nodes-proxy": "has nodes/proxy",
     "pods-exec": "may exec into pods", "wildcard": "has wildcard grants",
 }
+
+
+def _shipper(entry: Shipped) -> str:
+    """Who ships an entry's roles: `Argo CD's installation manifests`, `the argo-rollouts Helm chart`."""
+    if entry.charts:
+        return f"the {entry.charts[0]} Helm chart"
+    return f"{possessive(entry.product)} installation manifests"
+
+
+def _and(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
 
 
 def possessive(name: str) -> str:
@@ -544,7 +569,7 @@ def _remediation(ctx: Context, group: Group, own: list[Flagged], entries: list[S
                      "otherwise remove them from the role.",
                 docs=(K8S_DOCS,))
         entry = entries[0]
-        summary = _restrict(entry, group)
+        summary = " ".join(dict.fromkeys(_restrict(e, group) for e in entries))
         opt_ins = [f.opt_in for f in group.flagged if f.opt_in is not None]
         if opt_ins:
             summary += (" The rules marked as documented opt-ins serve "
@@ -564,7 +589,8 @@ def _remediation(ctx: Context, group: Group, own: list[Flagged], entries: list[S
         return Remediation(text=summary, patch=patch, docs=tuple(dict.fromkeys((*entry.docs, K8S_DOCS))))
     docs: list[str] = []
     candidates = shipped_for(group.components, sa) if not binding.by_group else []
-    ship = candidates[-1] if candidates else None  # the newest generation when the version is unknown
+    manifests = [c for c in candidates if not c.charts] or candidates  # the project's roles, not a chart's
+    ship = manifests[-1] if manifests else None  # the newest generation when the version is unknown
     text = [f"Remove what {binding.role_label} grants beyond the ServiceAccount's job."]
     if binding.by_group:
         text.append(f"Bind roles to the ServiceAccounts that need them, never to the group "

@@ -5,9 +5,10 @@ which manager wrote through an old API (`metadata.managedFields[].apiVersion`, w
 and server-side-applied objects carry) and what the last client-side apply sent
 (`kubectl.kubernetes.io/last-applied-configuration`).
 
-Chart templates are read by a `TemplateReader` (the caller passes `helm.capabilities.template_apis`),
+Chart templates are read by a `TemplateReader` (the caller passes `helm.scan.chart_template_apis`),
 which decides `.Capabilities` branches at the target version, or without one at the newest release the
-table knows; a branch it cannot decide is a use that "may" happen, below the certain ones.
+table knows; a branch it cannot decide, or one the chart's default values switch off (`rbac.pspEnabled:
+false`), is a use that "may" happen, below the certain ones.
 """
 
 from __future__ import annotations
@@ -65,10 +66,11 @@ class TemplateApi(Protocol):
     def why(self) -> tuple[str, ...]: ...
 
 
-#: Reads the template files of one chart (display name → text) at a Kubernetes version (major, minor, patch),
-#: answering `.Capabilities.APIVersions.Has` with the callable.
-TemplateReader = Callable[[Mapping[str, str], tuple[int, int, int], Callable[[str], bool | None]],
-                          Iterable[TemplateApi]]
+#: Reads the template files of one chart (display name → text, and → path) at a Kubernetes version (major, minor,
+#: patch), answering `.Capabilities.APIVersions.Has` with the callable, with the values the chart whose folder is
+#: given (None outside a chart) renders them with.
+TemplateReader = Callable[[Path | None, Mapping[str, str], Mapping[str, Path], tuple[int, int, int],
+                           Callable[[str], bool | None]], Iterable[TemplateApi]]
 
 
 def _use(api_version: str, kind: str, target: Version | None, location: str, how: str, subject: str,
@@ -108,16 +110,18 @@ def object_uses(raw: dict[str, Any], location: str, target: Version | None) -> I
             yield use
 
 
-def template_uses(files: Mapping[str, str], target: Version | None, reader: TemplateReader) -> Iterator[Use]:
+def template_uses(chart: Path | None, files: Mapping[str, str], paths: Mapping[str, Path], target: Version | None,
+                  reader: TemplateReader) -> Iterator[Use]:
     """Uses in the templates of one chart, `.Capabilities` decided at the target (else the newest release the
-    table knows, since `helm template` without `--kube-version` picks a version of its own)."""
+    table knows, since `helm template` without `--kube-version` picks a version of its own); a template its
+    default values switch off only may be used."""
     version = target or newest_release()
     if target is not None:
         at = f"at Kubernetes v{version[0]}.{version[1]}.0"
     else:
         at = (f"at v{version[0]}.{version[1]}.0, the newest release the table knows (no target version; helm "
               "template without --kube-version assumes the version built into helm, Argo CD passes the cluster's)")
-    for found in reader(files, (version[0], version[1], 0), lambda name: served(name, version)):
+    for found in reader(chart, files, paths, (version[0], version[1], 0), lambda name: served(name, version)):
         if found.verdict is False:
             continue
         why = "; ".join(found.why)
@@ -143,6 +147,7 @@ def scan_paths(
     for root in paths:
         folder = root.is_dir()
         charts: dict[Path, dict[str, str]] = {}
+        locations: dict[str, Path] = {}
         if folder:
             uses.extend(metric_uses(root, functools.partial(_display, root=root, labels=labels), target, problems))
         for path in sorted(p for p in root.rglob("*") if not p.is_dir()) if folder else [root]:
@@ -159,11 +164,12 @@ def scan_paths(
                 continue
             if "{{" in text:
                 charts.setdefault(_chart(path, root if folder else None), {})[display] = text
+                locations[display] = path
                 continue
             for raw in read_object_file(path, display, problems):
                 uses.extend(object_uses(raw.data, raw.location, target))
-        for files in charts.values():
-            uses.extend(template_uses(files, target, reader))
+        for chart, files in charts.items():
+            uses.extend(template_uses(chart, files, {name: locations[name] for name in files}, target, reader))
     return uses, [p for p in problems if "no Kubernetes objects" not in p.message
                   and "not a Kubernetes object" not in p.message]
 

@@ -49,9 +49,11 @@ from typing import Any
 import yaml
 
 from argo_doctor.facts.rbac import RBAC_NEEDS, Permissions, effective_permissions
-from argo_doctor.knowledge import component_rules, load_rows, parse_version
+from argo_doctor.knowledge import load_rows, parse_version
+from argo_doctor.knowledge.components import component_rules
 from argo_doctor.model import Evidence, Needs
 from argo_doctor.snapshot import Component, Obj, Snapshot
+from argo_doctor.sources import goyaml
 from argo_doctor.sources.objects import AliasBomb, as_int, as_list, expanded_size, mapping
 
 UPDATER_GROUP = "argocd-image-updater.argoproj.io"
@@ -210,7 +212,7 @@ def _yaml_value(text: str) -> Any:
     if len(text) > MAX_YAML_VALUE:
         return None
     try:
-        value = yaml.safe_load(text)
+        value = goyaml.load(text)
         expanded_size(value)
     except (yaml.YAMLError, RecursionError, AliasBomb, ValueError):
         return None
@@ -243,7 +245,10 @@ def _catalogue() -> dict[str, dict[str, Any]]:
 
 @cache
 def _order() -> dict[str, int]:
-    return {rule.component: i for i, rule in enumerate(component_rules())}
+    order: dict[str, int] = {}
+    for rule in component_rules():
+        order.setdefault(rule.component, len(order))
+    return order
 
 
 # -- containers: flags and environment -------------------------------------------------------------

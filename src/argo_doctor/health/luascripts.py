@@ -40,6 +40,7 @@ from typing import Any, Literal
 import yaml
 
 from argo_doctor.health.types import Health, HealthProblem, HealthStatus
+from argo_doctor.sources import goyaml
 
 CUSTOMIZATIONS_KEY = "resource.customizations"
 INVALID_HEALTH_STATUS = "Lua returned an invalid health status"
@@ -243,7 +244,7 @@ class LuaHealthScripts:
     ) -> None:
         where = f"{location} {CUSTOMIZATIONS_KEY}"
         try:
-            parsed = yaml.safe_load(block)
+            parsed = goyaml.load(block)
         except yaml.YAMLError as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             problems.append(HealthProblem(where, f"invalid YAML: {first}; Argo CD ignores all customizations"))

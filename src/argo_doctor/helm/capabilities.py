@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
+from argo_doctor.helm.conditions import MISSING, go_truthy, lookup_value, show_value
 from argo_doctor.helm.expr import Call, Chain, Expr, Lit, Parsed, ParseError, Ref, parse_action, render
 from argo_doctor.helm.layout import document_range, shape
 from argo_doctor.helm.lexer import HOLE, RawAction, lex
@@ -484,6 +485,15 @@ def _values_read(expr: Expr) -> bool:
     return False
 
 
+def _values_path(expr: Expr, dot: Any) -> str | None:
+    """The dotted path in the values that `.Values.a.b` (or `$.Values.a.b`) reads, where `.` is the root context."""
+    if not isinstance(expr, Ref) or len(expr.path) < 2 or expr.path[0] != "Values":
+        return None
+    if expr.root != "$" and not (expr.root == "." and dot is _ROOT):
+        return None
+    return ".".join(expr.path[1:])
+
+
 def _product(lists: Sequence[Sequence[_Alt]]) -> list[tuple[_Alt, ...]] | None:
     size = 1
     for alts in lists:
@@ -521,6 +531,9 @@ class _Evaluator:
         self.truth_position = False
         self.switches: dict[str, bool] = {}  # `.Values` switches set while a chain of conditions is tried
         self.seen_switches: set[str] = set()
+        self.values: Mapping[str, Any] | None = None  # the values the file at hand renders with, when known
+        self.use_values = False  # while a condition is evaluated a second time, with those values
+        self.values_read: dict[str, Any] = {}
 
     # -- expressions
 
@@ -556,6 +569,11 @@ class _Evaluator:
             key = _show(expr)
             if key in self.switches:
                 return [_Alt(self.switches[key])]
+            path = _values_path(expr, dot)
+            if self.use_values and self.values is not None and path is not None:
+                value = lookup_value(self.values, path)
+                self.values_read[path] = value
+                return [_Alt(go_truthy(value))]
             self.seen_switches.add(key)
         outer = self.truth_position
         if isinstance(expr, Call) and expr.name not in ("and", "or", "not"):
@@ -677,7 +695,7 @@ class _Evaluator:
                 self.decisive = True  # what an unknown helper checks is unknown
                 out.append(_Alt(UNKNOWN, False))
                 continue
-            key = name.value if ctx.value is _ROOT and not self.switches else None
+            key = name.value if ctx.value is _ROOT and not self.switches and not self.use_values else None
             if key is not None and key in self.cache:
                 alts, decisive = self.cache[key]
             else:
@@ -705,6 +723,29 @@ class _Evaluator:
         if truth is None:
             return None, (*why, f"{text} cannot be decided statically")
         return (truth if all(a.sure for a in alts) else None), (*why, f"{text} is {'true' if truth else 'false'}")
+
+    def with_values(self, block: _Block, dot: Any, env: Mapping[str, list[_Alt]]
+                    ) -> list[tuple[Verdict, tuple[str, ...]]]:
+        """The verdict of each branch of an if/else chain (then of "no branch taken") with the switches its
+        conditions read set as the chart's values set them, and why."""
+        decisions: list[tuple[Any, tuple[str, ...]]] = []
+        for branch in block.branches:
+            if branch.expr is None:
+                decisions.append((True, ()))
+                continue
+            outer, self.values_read, self.use_values = self.values_read, {}, True
+            try:
+                decision, why = self.decide(branch.expr, dot, env)
+                read = self.values_read
+            finally:
+                self.values_read, self.use_values = outer, False
+            if read and decision in (True, False):
+                settings = ", ".join(f"{path}: " + ("not set" if value is MISSING else show_value(value))
+                                     for path, value in read.items())
+                why = (*why, f"{_show(branch.expr)} is {'true' if decision else 'false'} with the chart's values "
+                             f"({settings})")
+            decisions.append((decision, why))
+        return self.chain(block, decisions)
 
     # -- blocks
 
@@ -747,6 +788,10 @@ class _Evaluator:
                         best[number] = (verdict, (*why, f"with {shown}"))
             self.switches = outer
             results = best
+        if self.values is not None and any(verdict is True for verdict, _ in results):
+            for number, (verdict, why) in enumerate(self.with_values(block, dot, env)):
+                if results[number][0] is True and verdict is False:  # the chart's values do not render it
+                    results[number] = (None, (*results[number][1], *why))
         for branch, inner, (verdict, why) in zip(block.branches, dots, results, strict=False):
             yield branch, verdict, why, inner
         if block.branches[-1].expr is not None:
@@ -891,32 +936,44 @@ class _Chart:
             self.trees[name] = (top, defines)
             self.defines.update(defines)
 
-    def apis(self, version: tuple[int, int, int], has: Callable[[str], bool | None]) -> Iterator[TemplateApi]:
+    def apis(self, version: tuple[int, int, int], has: Callable[[str], bool | None],
+             values: Mapping[str, Mapping[str, Any] | str] | None = None) -> Iterator[TemplateApi]:
         evaluator = _Evaluator(version, has, self.defines)
         for name, file in self.files.items():
-            top, defines = self.trees[name]
-            marks: dict[int, _Mark] = {}
-            for body in (top, *defines.values()):
-                evaluator.walk(body, _Mark(True, (), _ROOT, {"$": [_Alt(_ROOT)]}), marks)
-            found: dict[tuple[int, str, str], TemplateApi] = {}
-            for index, line in enumerate(file.skeleton):
-                sh = shape(line) if "apiVersion" in line else None
-                top_level = sh is not None and sh.key == "apiVersion" and sh.indent == 0  # not a scaleTargetRef
-                place = _kind_line(file, index) if top_level else None
-                if sh is None or place is None:
+            known = (values or {}).get(name)
+            if isinstance(known, str):  # a sub-chart the values do not render: each use only may be
+                yield from (replace(api, verdict=_and(api.verdict, None), why=(*api.why, known))
+                            for api in self.file_apis(evaluator, name, file))
+                continue
+            evaluator.values = known
+            evaluator.cache.clear()  # helpers ran with another file's values
+            yield from self.file_apis(evaluator, name, file)
+
+    def file_apis(self, evaluator: _Evaluator, name: str, file: _File) -> Iterator[TemplateApi]:
+        """The apiVersion/kind pairs of one template file."""
+        top, defines = self.trees[name]
+        marks: dict[int, _Mark] = {}
+        for body in (top, *defines.values()):
+            evaluator.walk(body, _Mark(True, (), _ROOT, {"$": [_Alt(_ROOT)]}), marks)
+        found: dict[tuple[int, str, str], TemplateApi] = {}
+        for index, line in enumerate(file.skeleton):
+            sh = shape(line) if "apiVersion" in line else None
+            top_level = sh is not None and sh.key == "apiVersion" and sh.indent == 0  # not a scaleTargetRef
+            place = _kind_line(file, index) if top_level else None
+            if sh is None or place is None:
+                continue
+            mark = self.mark(file, marks, index, sh.key_col)
+            kinds = self.values(evaluator, file, place[0], place[1], self.mark(file, marks, *place))
+            for alt, kind in itertools.product(self.values(evaluator, file, index, sh.value_col, mark), kinds):
+                verdict = _and(mark.verdict, True if alt.sure and kind.sure else None)
+                if verdict is False or not all(isinstance(a.value, str) and _literal(a.value) for a in (alt, kind)):
                     continue
-                mark = self.mark(file, marks, index, sh.key_col)
-                kinds = self.values(evaluator, file, place[0], place[1], self.mark(file, marks, *place))
-                for alt, kind in itertools.product(self.values(evaluator, file, index, sh.value_col, mark), kinds):
-                    verdict = _and(mark.verdict, True if alt.sure and kind.sure else None)
-                    if verdict is False or not all(isinstance(a.value, str) and _literal(a.value) for a in (alt, kind)):
-                        continue
-                    api = TemplateApi(name, index + 1, _literal(alt.value), _literal(kind.value), verdict,
-                                      tuple(dict.fromkeys((*mark.why, *alt.why))))
-                    key = (api.line, api.api_version, api.kind)
-                    if key not in found or found[key].verdict is None:
-                        found[key] = api
-            yield from found.values()
+                api = TemplateApi(name, index + 1, _literal(alt.value), _literal(kind.value), verdict,
+                                  tuple(dict.fromkeys((*mark.why, *alt.why))))
+                key = (api.line, api.api_version, api.kind)
+                if key not in found or found[key].verdict is None:
+                    found[key] = api
+        yield from found.values()
 
     @staticmethod
     def mark(file: _File, marks: Mapping[int, _Mark], index: int, column: int) -> _Mark:
@@ -959,8 +1016,10 @@ class _Chart:
         return [_Alt(a.value, a.sure, (*a.why, why)) for a in alts]
 
 
-def template_apis(files: Mapping[str, str], version: tuple[int, int, int],
-                  has: Callable[[str], bool | None]) -> Iterator[TemplateApi]:
+def template_apis(files: Mapping[str, str], version: tuple[int, int, int], has: Callable[[str], bool | None],
+                  values: Mapping[str, Mapping[str, Any] | str] | None = None) -> Iterator[TemplateApi]:
     """The apiVersion/kind pairs the template files of one chart (file name → text) emit at a Kubernetes
-    version; `has(\"group/version\" or \"group/version/Kind\")` answers `.Capabilities.APIVersions.Has`."""
-    return _Chart(files).apis(version, has)
+    version; `has(\"group/version\" or \"group/version/Kind\")` answers `.Capabilities.APIVersions.Has`.
+    `values` gives, by file, the values it renders with (a condition the cluster does not decide but they do makes
+    what it hides a use that only may happen), or why the file does not render with them."""
+    return _Chart(files).apis(version, has, values)

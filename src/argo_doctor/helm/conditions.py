@@ -153,22 +153,23 @@ def ways_to_make(formula: Formula, want: bool) -> list[frozenset[Setting]]:
     return []
 
 
-_MISSING = object()
+MISSING = object()
+"""What `lookup_value` gives for a path the values do not hold."""
 
 
 def lookup_value(values: Mapping[str, Any], path: str) -> Any:
-    """The value at a dotted path, or the _MISSING marker."""
+    """The value at a dotted path, or the MISSING marker."""
     node: Any = values
     for part in path.split("."):
         if not isinstance(node, Mapping) or part not in node:
-            return _MISSING
+            return MISSING
         node = node[part]
     return node
 
 
 def go_truthy(value: Any) -> bool:
     """Truth as Go templates see it: false, 0, nil and empty values are false."""
-    if value is _MISSING or value is None:
+    if value is MISSING or value is None:
         return False
     if isinstance(value, bool):
         return value
@@ -181,7 +182,7 @@ def go_truthy(value: Any) -> bool:
 
 def show_value(value: Any) -> str:
     """A short display of a current value."""
-    if value is _MISSING or value is None:
+    if value is MISSING or value is None:
         return "unset"
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -208,7 +209,7 @@ def _literal(value: Scalar) -> str:
 
 
 def _same(current: Any, value: Scalar) -> bool:
-    if current is _MISSING:
+    if current is MISSING:
         return False
     if isinstance(current, bool) or isinstance(value, bool):
         return current is value
@@ -229,7 +230,7 @@ def describe(setting: Setting, values: Mapping[str, Any], prefix: str = "") -> t
     if setting.op in ("truthy", "falsy"):
         want = setting.op == "truthy"
         done = go_truthy(current) == want
-        if isinstance(current, bool) or (current is _MISSING and path.split(".")[-1].startswith("enable")):
+        if isinstance(current, bool) or (current is MISSING and path.split(".")[-1].startswith("enable")):
             token = "true" if want else "false"
             phrase = f"{path}: {token}"
         else:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import difflib
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from argo_doctor.errors import InputError
 from argo_doctor.helm.analysis import Act, Chart, Define, Entry, TemplateFile, split_scopes
+from argo_doctor.helm.capabilities import TemplateApi, template_apis
 from argo_doctor.helm.conditions import Setting, lookup_value, reach, settings_text, ways_to_make
 from argo_doctor.helm.expr import ParseError, parse_action
 from argo_doctor.helm.functions import nondeterministic_functions
@@ -213,6 +214,48 @@ def _instances(
     return out
 
 
+def template_values(chart: Path, paths: Mapping[str, Path]) -> dict[str, Mapping[str, Any] | str]:
+    """For each template file of the chart at `chart` (display name → path), the values it renders with by default:
+    the chart's values.yaml, handed down to its sub-charts as helm does; for a file of a sub-chart those values do
+    not render, why."""
+    top_files = read_chart(chart)
+    problems: list[tuple[str, str]] = []
+    top = _load_values(top_files.values, problems)
+    renders: dict[Path, Mapping[str, Any] | str] = {}
+
+    def visit(files: ChartFiles, values: Mapping[str, Any] | str) -> None:
+        renders[files.path.resolve()] = values
+        meta = files.meta.data if files.meta is not None and isinstance(files.meta.data, Mapping) else {}
+        deps = [d for d in _list(meta.get("dependencies")) if isinstance(d, Mapping)]
+        for sub in files.subcharts:
+            name, _ = _chart_meta(sub, [])
+            dep = next((d for d in deps if str(d.get("name")) == name), {"name": name})
+            key = str(dep.get("alias") or name)
+            if isinstance(values, str):
+                visit(sub, values)
+                continue
+            on, conditions = _enabled(dep, values, top)
+            off = ", ".join(f"{path}: false" for path in conditions) or "its tags are off"
+            visit(sub, subchart_values(values, _load_values(sub.values, []), key) if on else
+                  f"the sub-chart {key} does not render with the chart's values ({off})")
+
+    visit(top_files, top)
+    found: dict[str, Mapping[str, Any] | str] = {}
+    for display, path in paths.items():
+        folders = [folder for folder in renders if folder in path.resolve().parents]
+        if folders:
+            found[display] = renders[max(folders, key=lambda f: len(f.parts))]
+    return found
+
+
+def chart_template_apis(chart: Path | None, files: Mapping[str, str], paths: Mapping[str, Path],
+                        version: tuple[int, int, int], has: Callable[[str], bool | None]) -> Iterator[TemplateApi]:
+    """`capabilities.template_apis` of one chart's template files, each judged with the values it renders with
+    by default (`template_values`), when the files are a chart's."""
+    values = template_values(chart, paths) if chart is not None and (chart / "Chart.yaml").is_file() else None
+    return template_apis(files, version, has, values)
+
+
 def _switches(entry: Entry, values: Mapping[str, Any], prefix: str) -> tuple[Switch, ...]:
     seen: list[frozenset[Setting]] = []
     for cond in sorted(entry.conds, key=repr):
@@ -283,12 +326,14 @@ def analyse_chart(chart: ChartFiles, overrides: Sequence[Mapping[str, Any]] = ()
 
     files: dict[str, TemplateFile] = {}
     defines: dict[str, Define] = {}
-    rendered = [t for inst in instances for t in inst.files.templates]
-    # helm parses the deepest templates first, so a parent's define of the same name wins
-    for template in sorted(rendered, key=lambda t: (t.rel.count("/"), t.rel), reverse=True):
-        loaded = _load_file(template, problems)
+    rendered = {t.rel for inst in instances for t in inst.files.templates}
+    # helm parses the deepest templates first, so a parent's define of the same name wins; the defines of a sub-chart
+    # the values disable are kept (without its problems), for the parent's branches that would call them
+    for template in sorted(_every_template(chart), key=lambda t: (t.rel.count("/"), t.rel), reverse=True):
+        loaded = _load_file(template, problems if template.rel in rendered else [])
         if loaded is not None:
-            files[loaded[0].rel] = loaded[0]
+            if template.rel in rendered:
+                files[loaded[0].rel] = loaded[0]
             defines.update((d.name, d) for d in loaded[1])
     analysis = Chart(files, defines, nondeterministic_functions())
     seen: set[tuple[str, str, tuple[str, ...], str, tuple[str, ...]]] = set()
@@ -329,6 +374,13 @@ def analyse_chart(chart: ChartFiles, overrides: Sequence[Mapping[str, Any]] = ()
                 )
     problems.extend(p for p in analysis.problems if p not in problems)
     return report
+
+
+def _every_template(chart: ChartFiles) -> Iterator[TemplateText]:
+    """The templates of a chart and of every sub-chart it vendors, rendered or not."""
+    yield from chart.templates
+    for sub in chart.subcharts:
+        yield from _every_template(sub)
 
 
 def values_args(sets: Sequence[str] = (), set_strings: Sequence[str] = ()) -> list[dict[str, Any]]:

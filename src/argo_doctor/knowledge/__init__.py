@@ -41,32 +41,6 @@ def log_signatures() -> dict[str, LogSignature]:
 
 
 @dataclass(frozen=True)
-class ComponentRule:
-    """How to recognise one component of an Argo installation."""
-
-    component: str
-    product: str
-    labels: tuple[str, ...]
-    prefixes: tuple[str, ...]
-    part_of: str | None
-
-
-@cache
-def component_rules() -> tuple[ComponentRule, ...]:
-    """The component catalogue, in file order."""
-    return tuple(
-        ComponentRule(
-            component=row["component"],
-            product=row["product"],
-            labels=tuple(row.get("labels") or ()),
-            prefixes=tuple(row.get("prefixes") or ()),
-            part_of=row.get("part_of"),
-        )
-        for row in load_rows("components.yaml")
-    )
-
-
-@dataclass(frozen=True)
 class SyncErrorAdvice:
     """What a sync error message means and what to do about it."""
 
@@ -276,6 +250,9 @@ class Shipped:
     docs: tuple[str, ...]
     versions: str = "*"
     opt_ins: tuple[OptIn, ...] = ()
+    charts: tuple[str, ...] = ()
+    """The Helm charts (their names, as the `helm.sh/chart` label gives them before the version) whose roles the row
+    is; empty for the project's own manifests, whose roles any installation may hold."""
 
 
 _POLICY_RULE_KEYS = ("apiGroups", "resources", "nonResourceURLs", "verbs", "resourceNames")
@@ -311,7 +288,8 @@ def shipped_rbac() -> tuple[Shipped, ...]:
             source=str(row["source"]), restrict=str(row["restrict"]), docs=tuple(str(d) for d in row["docs"]),
             versions=str(row.get("versions") or "*"),
             opt_ins=tuple(OptIn(rule=_policy_rule(o["rule"], where), why=str(o["why"]))
-                          for o in row.get("opt_ins") or ()))
+                          for o in row.get("opt_ins") or ()),
+            charts=tuple(str(c) for c in row.get("charts") or ()))
         in_range((0, 0, 0), entry.versions)  # refuse a malformed range when the file is read
         entries.append(entry)
     return tuple(entries)

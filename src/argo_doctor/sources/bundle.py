@@ -78,6 +78,7 @@ def load(paths: Iterable[str | Path], workdir: Path | None = None, early: EarlyL
         else:
             snap.formats.append("files")
             _load_objects(snap, [(item.path, given)], given, early)
+    snap.settle_secrets()
     return snap
 
 

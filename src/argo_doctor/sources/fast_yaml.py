@@ -1,17 +1,19 @@
 """The fast path for YAML object files: yaml-rs (a Rust YAML 1.2 parser) reads the documents whose values it is
-sure to read as PyYAML does, and tells the others apart so that PyYAML reads them.
+sure to read as Kubernetes does (`goyaml`: go-yaml v2's scalars, which PyYAML reads with GoLoader), and tells the others
+apart so that PyYAML reads them.
 
-PyYAML resolves plain scalars with YAML 1.1 rules, yaml-rs with YAML 1.2 core rules (parse_datetime off). They agree
-on strings, decimal integers, floats with a dot, hexadecimal and binary integers, `true`/`false`/`null` in their
-usual spellings, `~`, `.inf` and `.nan`, quoted and block scalars. They disagree on plain `yes`/`no`/`on`/`off`
-(booleans in 1.1), timestamps (datetimes in 1.1), octal-looking and sexagesimal numbers, exponents without a dot,
-signed `.5`, merge keys `<<`, `=`, tags, anchors and aliases, complex keys, tabs, a BOM, NEL/LS/PS line breaks,
-and on duplicate keys (PyYAML keeps the last, yaml-rs refuses). `load` looks for every plain scalar that may fall in
-one of those classes with byte patterns that over-approximate (a match inside a quoted or block scalar also counts):
-such a document goes to PyYAML, so every value comes out as before. yaml-rs also reads some broken YAML that libyaml
-refuses (a block scalar inside a flow collection, an empty key, a collection as a key): those forms go to PyYAML too,
-which reports them with their line. kubectl never writes one of those forms unquoted, so its output takes the
-fast path. Document boundaries are libyaml's: a `---` at the start of a line ends a document, whatever it is in.
+yaml-rs resolves plain scalars with YAML 1.2 core rules (parse_datetime off), go-yaml v2 with its own. They agree on
+strings, decimal integers (underscores included), floats (exponents included), hexadecimal and binary integers,
+`true`/`false`/`null` in their usual spellings, `~`, `.inf` and `.nan`, `=`, timestamps (strings in both), quoted and
+block scalars. They disagree on plain `y`/`n`/`yes`/`no`/`on`/`off` (booleans in go-yaml), octal-looking numbers
+(`0755`), integers past uint64 (floats in go-yaml), signed `.5`, merge keys `<<`, tags, anchors and aliases, complex
+keys, tabs, a BOM, NEL/LS/PS line breaks, and on duplicate keys (go-yaml keeps the last, yaml-rs refuses). `load`
+looks for every plain scalar that may fall in one of those classes with byte patterns that over-approximate (a match
+inside a quoted or block scalar also counts): such a document goes to PyYAML, so every value comes out as
+Kubernetes reads it. yaml-rs also reads some broken YAML that libyaml refuses (a block scalar inside a flow collection,
+an empty key, a collection as a key): those forms go to PyYAML too, which reports them with their line. kubectl never
+writes one of those forms unquoted, so its output takes the fast path. Document boundaries are libyaml's: a `---` at
+the start of a line ends a document, whatever it is in.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ os.environ.setdefault("MIMALLOC_ARENA_RESERVE", "64MiB")
 (RLIMIT_AS) would have little left. 64 MiB arenas cost nothing measurable."""
 import yaml_rs  # noqa: E402  (after the setting above, which mimalloc reads when it loads)
 
-_NUMBER = rb"[-+]?(?:0[0-9_oOxXbB]|[0-9][0-9_.]*[-:eE]|\.[0-9])"
-"""Numbers that read differently: leading zeros (octal in 1.1, decimal or a string in 1.2), dates and times
-(timestamps, sexagesimal), exponents, signed or bare `.5`; hexadecimal `0x` is included, conservatively."""
-_WORD = rb"(?:[Yy]es|YES|[Nn]o|NO|[Oo]n|ON|[Oo]ff|OFF|<<|=)(?=[ \t]*(?:[\r\n#:,\]}]|\Z))"
-"""YAML 1.1 booleans, the merge key and the value key, as a whole scalar."""
+_NUMBER = rb"[-+]?(?:0[0-9_oOxXbB]|[0-9][0-9_.]*[-:eE]|\.[0-9]|[0-9]{20})"
+"""Numbers that may read differently: leading zeros (octal in go-yaml, decimal in 1.2), integers of 20 digits or
+more (floats in go-yaml past uint64), signed or bare `.5`; dates and times, exponents and hexadecimal `0x`, which both
+read alike, are included, conservatively."""
+_WORD = rb"(?:[Yy]es|YES|[Nn]o|NO|[Oo]n|ON|[Oo]ff|OFF|[YyNn]|<<)(?=[ \t]*(?:[\r\n#:,\]}]|\Z))"
+"""go-yaml's booleans beyond `true`/`false` and the merge key, as a whole scalar."""
 _SPECIAL = rb"[!&*%@`?:]"
 """Tags, anchors, aliases, directives, reserved indicators, complex keys, empty keys."""
 _BLOCK = rb"[|>]"
@@ -41,7 +44,7 @@ _BLOCK = rb"[|>]"
 def _plain(context: bytes, number: bytes, block: bool) -> re.Pattern[bytes]:
     """A risky plain scalar after `context`: a first-character lookahead (most scalars fail there), then the
     forms."""
-    first = b"[-+.0-9YyNnOo<=!&*%@`?:|>]"
+    first = b"[-+.0-9YyNnOo<!&*%@`?:|>]"
     forms = [number, _WORD, _SPECIAL] + ([_BLOCK] if block else [])
     return re.compile(context + b"(?=" + first + b")(?:" + b"|".join(forms) + b")")
 

@@ -42,6 +42,7 @@ from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
 from argo_doctor import __version__
 from argo_doctor.errors import ConfigError, InputError
+from argo_doctor.knowledge.components import HOOK_ANNOTATIONS, by_containers
 from argo_doctor.model import DEFAULT_MAX_LOG_BYTES, Needs
 from argo_doctor.snapshot import Obj, Snapshot, gc_paused
 from argo_doctor.sources.objects import RawObject, as_int, as_list, mapping
@@ -521,8 +522,7 @@ class Collector:
                 nodes = {str(mapping(i.get("spec")).get("nodeName") or "") for i in items} - {""}
                 with self._lock:
                     self.nodes |= nodes
-                kept = [slim for slim in kept if _failing_raw(slim) or self.slim.component_name(
-                    Obj.from_raw(slim, "live")) is not None]
+                kept = [slim for slim in kept if _failing_raw(slim) or self._component_pod(slim)]
             with self._lock:
                 for slim in kept:
                     self.slim.add(RawObject(slim, "live"))
@@ -533,6 +533,12 @@ class Collector:
             self.tally.pages += 1
             self.tally.objects += len(items)
         self.progress(self.tally)
+
+    def _component_pod(self, slim: dict[str, Any]) -> bool:
+        """Whether a pod runs an Argo component, or Redis or HAProxy that may serve Argo CD (its workload, among the
+        others, tells)."""
+        pod = Obj.from_raw(slim, "live")
+        return self.slim.component_name(pod) is not None or by_containers(pod.containers, companions=True) is not None
 
     # -- scope --------------------------------------------------------------------------------------
     def argo_namespaces(self) -> set[str]:
@@ -749,15 +755,17 @@ def _key(item: dict[str, Any]) -> tuple[str, str]:
 
 
 def _slim(item: dict[str, Any]) -> dict[str, Any]:
-    """The fields that tell components, pods, their logs and Applications' namespaces."""
+    """The fields that tell components (labels, hook annotations, what the containers run), pods, their logs and
+    Applications' namespaces."""
     meta = mapping(item.get("metadata"))
     spec = mapping(item.get("spec"))
     slim: dict[str, Any] = {"apiVersion": item.get("apiVersion"), "kind": item.get("kind"), "metadata": {
         k: meta[k] for k in ("name", "namespace", "uid", "labels", "ownerReferences") if k in meta}}
+    hooks = _hook_annotations(meta)
+    if hooks:
+        slim["metadata"]["annotations"] = hooks
     if item.get("kind") == "Pod":
-        containers = [{"name": mapping(c).get("name"), "image": mapping(c).get("image")}
-                      for c in as_list(spec.get("containers"))]
-        slim["spec"] = {"nodeName": spec.get("nodeName"), "containers": containers}
+        slim["spec"] = {"nodeName": spec.get("nodeName"), "containers": _slim_containers(spec)}
         status = mapping(item.get("status"))
         slim["status"] = {k: status[k] for k in ("containerStatuses", "initContainerStatuses", "phase") if k in status}
     elif item.get("kind") == "Application":
@@ -765,11 +773,23 @@ def _slim(item: dict[str, Any]) -> dict[str, Any]:
         slim["status"] = {"resources": mapping(item.get("status")).get("resources")}
     else:
         template = mapping(spec.get("template"))
+        template_meta = mapping(template.get("metadata"))
+        slim_meta: dict[str, Any] = {"labels": template_meta.get("labels")}
+        if hooks := _hook_annotations(template_meta):
+            slim_meta["annotations"] = hooks
         slim["spec"] = {"selector": spec.get("selector"), "template": {
-            "metadata": {"labels": mapping(template.get("metadata")).get("labels")},
-            "spec": {"containers": [{"image": mapping(c).get("image")}
-                                    for c in as_list(mapping(template.get("spec")).get("containers"))]}}}
+            "metadata": slim_meta, "spec": {"containers": _slim_containers(mapping(template.get("spec")))}}}
     return slim
+
+
+def _slim_containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: mapping(c)[k] for k in ("name", "image", "command", "args") if k in mapping(c)}
+            for c in as_list(spec.get("containers"))]
+
+
+def _hook_annotations(meta: dict[str, Any]) -> dict[str, Any]:
+    annotations = mapping(meta.get("annotations"))
+    return {k: annotations[k] for k in HOOK_ANNOTATIONS if k in annotations}
 
 
 def _failing(pod: Obj) -> bool:

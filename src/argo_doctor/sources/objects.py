@@ -48,7 +48,8 @@ from yaml.scanner import ScannerError
 from argo_doctor.model import Problem
 from argo_doctor.sources import fast_yaml
 from argo_doctor.sources.files import UnsafeInput, open_input, read_input
-from argo_doctor.sources.redact import redact_object, secret_values
+from argo_doctor.sources.goyaml import GoLoader
+from argo_doctor.sources.redact import SecretValue, redact_object, secret_values
 
 MAX_OBJECT_FILE_BYTES = 1 << 30
 """An object file larger than this (1 GiB) is refused unread. `kubectl get pods -A -o json` on 50,000
@@ -103,10 +104,19 @@ _DOCUMENT_START = re.compile(rb"\n---(?=[ \t\r\n]|\Z)")
 
 TRACKING_ANNOTATION = "argocd.argoproj.io/tracking-id"
 
-ObjectHead = tuple[str, str, str, str, str, dict[str, str], tuple[dict[str, Any], ...], str, str, str]
-"""(apiVersion, kind, name, namespace, uid, labels, ownerReferences, spec.nodeName, tracking id,
-creationTimestamp):
-what the snapshot's indexes need without decoding the whole object."""
+Container = tuple[str, tuple[str, ...]]
+"""A container's image and the programs it runs (`container_programs`)."""
+ObjectHead = tuple[str, str, str, str, str, dict[str, str], tuple[dict[str, Any], ...], str, str, str,
+                   tuple[Container, ...]]
+"""(apiVersion, kind, name (`generateName` for an object created with one), namespace, uid, labels, ownerReferences,
+spec.nodeName, tracking id, creationTimestamp, containers of a pod or of a workload's pod template): what the
+snapshot's indexes and its components need without decoding the whole object."""
+POD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet"})
+"""The kinds whose containers the head keeps (a pod's, a workload's pod template's)."""
+WRAPPERS = frozenset({"sh", "bash", "ash", "dash", "-c", "-ec", "-ce", "-ex", "-xe", "-e", "--", "exec", "env",
+                      "tini", "dumb-init", "entrypoint.sh", "docker-entrypoint.sh", "uid_entrypoint.sh"})
+"""Words that start a container's command without being its program: shells and their `-c`, init shims, entrypoint
+scripts that run the rest of the line."""
 
 
 def mapping(value: Any) -> dict[str, Any]:
@@ -139,6 +149,34 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
+def container_programs(container: dict[str, Any]) -> tuple[str, ...]:
+    """What a container runs: the first two words of its command then args, as base names, before the first flag,
+    wrappers skipped (`sh -c "entrypoint.sh argocd-repo-server --redis …"` → argocd-repo-server; `/shared/argocd-dex
+    rundex` → argocd-dex, rundex; `[dashboard]` with the image's own entrypoint → dashboard)."""
+    found: list[str] = []
+    for part in (*as_list(container.get("command")), *as_list(container.get("args"))):
+        for word in str(part).split():
+            base = word.rstrip("/").rsplit("/", 1)[-1]
+            if word in WRAPPERS or base in WRAPPERS:
+                continue
+            if word.startswith("-") or len(found) == 2:
+                return tuple(found)
+            found.append(base)
+    return tuple(found)
+
+
+def pod_containers(raw: dict[str, Any]) -> tuple[Container, ...]:
+    """(image, programs) of each container of a pod, or of a workload's pod template; () for other kinds."""
+    kind = raw.get("kind")
+    if kind not in POD_KINDS:
+        return ()
+    spec = mapping(raw.get("spec"))
+    if kind != "Pod":
+        spec = mapping(mapping(spec.get("template")).get("spec"))
+    return tuple((str(c.get("image") or ""), container_programs(c))
+                 for c in map(mapping, as_list(spec.get("containers"))))
+
+
 def object_head(raw: dict[str, Any]) -> ObjectHead:
     """The index fields of an object."""
     meta = mapping(raw.get("metadata"))
@@ -148,7 +186,7 @@ def object_head(raw: dict[str, Any]) -> ObjectHead:
     return (
         str(raw.get("apiVersion") or ""),
         str(raw.get("kind") or ""),
-        str(meta.get("name") or ""),
+        str(meta.get("name") or meta.get("generateName") or ""),
         str(meta.get("namespace") or ""),
         str(meta.get("uid") or ""),
         {str(k): str(v) for k, v in mapping(meta.get("labels")).items()},
@@ -156,6 +194,7 @@ def object_head(raw: dict[str, Any]) -> ObjectHead:
         str(node or ""),
         str(tracking or ""),
         str(meta.get("creationTimestamp") or ""),
+        pod_containers(raw),
     )
 
 
@@ -174,7 +213,7 @@ class FileLoad:
 
     objects: list[LoadedObject]
     problems: list[Problem]
-    secrets: list[str]
+    secrets: list[SecretValue]
 
 
 ItemType = tuple[str, str]
@@ -189,7 +228,7 @@ def load_object_file(job: ObjectJob) -> FileLoad:
     path, display = job[0], job[1]
     item_type = job[2] if len(job) > 2 else None
     problems: list[Problem] = []
-    secrets: list[str] = []
+    secrets: list[SecretValue] = []
     objects = []
     try:
         for raw in read_object_file(path, display, problems, item_type):
@@ -278,9 +317,9 @@ scanner looks that far ahead for a key before the composer is given the level pa
 `[[[...` meets this error first; it is told as the composer's own (`_TooDeep`)."""
 
 
-class _GuardedLoader(yaml.CSafeLoader):
-    """CSafeLoader with an iterative composer that refuses a document nested more than MAX_YAML_DEPTH
-    collections deep (libyaml's own composer recurses in C and crashes the process)."""
+class _GuardedLoader(GoLoader):
+    """GoLoader (libyaml, scalars as Kubernetes reads them) with an iterative composer that refuses a document nested
+    more than MAX_YAML_DEPTH collections deep (libyaml's own composer recurses in C and crashes the process)."""
 
     _first = -1
     """The 0-based line of the first event of the document being composed, -1 outside one."""
@@ -550,7 +589,7 @@ def _pyyaml_documents(
     """`_yaml_documents` by PyYAML, the lines counted from `base_line` (0-based), with the guarded composer when
     `guarded`."""
     while True:
-        loader = _GuardedLoader(data) if guarded else yaml.CSafeLoader(data)
+        loader = _GuardedLoader(data) if guarded else GoLoader(data)
         local = 0
         try:
             while loader.check_node():

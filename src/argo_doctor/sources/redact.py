@@ -248,14 +248,14 @@ _PATTERNS: tuple[tuple[str, _Needles, re.Pattern[str], _Repl], ...] = (
      r"\1<redacted>"),
     # the current value of a chart setting named like a credential, as helm-check words it:
     # `set adminPassword (now "…")`, `set auth.token to something other than "x" (already "…")`; an empty or
-    # absent value (`""`, `unset`, `null`, `false`, `{}`, `[]`) holds no secret and stays, so that it does not
-    # read as one being set
+    # absent value or a boolean (`""`, `unset`, `null`, `true`, `false`, `{}`, `[]`: a switch such as
+    # `config.secret.create`) holds no secret and stays
     (
         "secret-field", _Needles(("(now ", "(already "), fold=True),
         re.compile(
             r"(?i)((?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"
             r"credentials?)(?![A-Za-z0-9])[^()\n]{0,80}?\((?:now|already) )" + _NOT_REDACTED
-            + r"(?!(?:\"\"|unset|null|false|\{\}|\[\])\))(\"(?:[^\"\\]|\\.)*\"|[^()\s]+)(?=\))"
+            + r"(?!(?:\"\"|unset|null|true|false|\{\}|\[\])\))(\"(?:[^\"\\]|\\.)*\"|[^()\s]+)(?=\))"
         ),
         r"\1<redacted>",
     ),
@@ -408,17 +408,26 @@ def _last_applied(obj: dict[str, Any]) -> Any:
         return None
 
 
-def secret_values(obj: dict[str, Any]) -> list[str]:
-    """The values of a Secret worth scrubbing from output, when long enough to mean something: each
-    whole value as stored (base64 under `data`), decoded, and base64-encoded; each line of a multi-line
-    one (a PEM body, a config file); and the credentials inside a registry config. Those of its last-applied
-    configuration too (an older value may still show in a log); never a fingerprint (a redacted bundle) or a time."""
+SecretValue = tuple[str, str, str]
+"""A value of a Secret, its key and the Secret (`namespace/name`): the value is never shown."""
+
+
+def secret_values(obj: dict[str, Any]) -> list[SecretValue]:
+    """The values of a Secret to scrub from output, each with where it is: each whole value, decoded (even a short
+    one, which the scrubber then names as too short to hide); when long enough to mean something, the value as stored
+    (base64 under `data`) and base64-encoded, each line of a multi-line one (a PEM body, a config file) and the
+    credentials inside a registry config. Those of its last-applied configuration too (an older value may still show
+    in a log); never a fingerprint (a redacted bundle) or a time."""
     if not _is_secret(obj):
         return []
-    found: set[str] = set()
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    secret = "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p) or "?"
+    found: dict[str, tuple[str, str]] = {}
     applied = _last_applied(obj)
     if isinstance(applied, dict):
-        found.update(secret_values({**applied, "kind": "Secret", "apiVersion": "v1", "metadata": {}}))
+        found.update((value, (key, name)) for value, key, name in secret_values(
+            {**applied, "kind": "Secret", "apiVersion": "v1", "metadata": meta}))
     for key, decode in (("data", True), ("stringData", False)):
         values = obj.get(key)
         if not isinstance(values, dict):
@@ -426,29 +435,80 @@ def secret_values(obj: dict[str, Any]) -> list[str]:
         for name, value in values.items():
             if name in PUBLIC_SECRET_KEYS or value is None or is_fingerprint(value):
                 continue
+            where = (str(name), secret)
             raw = _decoded(value) if decode else str(value).encode()
             text = raw.decode("utf-8", "replace")
-            parts = [str(value), text, base64.b64encode(raw).decode(), *text.splitlines()]
+            parts = [str(value), base64.b64encode(raw).decode(), *text.splitlines()]
             if name in DOCKER_CONFIG_KEYS:
                 parts.extend(_docker_credentials(text))
-            found.update(p.strip() for p in parts if len(p.strip()) >= MIN_SECRET_LENGTH)
-    return sorted(value for value in found if not _TIMESTAMP_VALUE.fullmatch(value))
+            if text.strip():
+                found.setdefault(text.strip(), where)
+            for part in parts:
+                if len(part.strip()) >= MIN_SECRET_LENGTH:
+                    found.setdefault(part.strip(), where)
+    return sorted((value, *where) for value, where in found.items() if not _TIMESTAMP_VALUE.fullmatch(value))
+
+
+NOT_HIDDEN_SHOWN = 3
+"""How many of the Secret values left in the output the note on them names (where they are, never the value)."""
 
 
 class SecretScrubber:
-    """Remembers the Secret values of a snapshot (in memory only) and removes them from any text."""
+    """Remembers the Secret values of a snapshot (in memory only) and removes them from any text, but those not worth
+    hiding: shorter than MIN_SECRET_LENGTH, or a name of the input (an object's name or namespace, a label: a Secret
+    that holds the name of a namespace or an OIDC client id such as `argo-server` would otherwise blank that name
+    wherever it appears). `not_hidden` says where those are."""
 
     def __init__(self) -> None:
-        self._values: set[str] = set()
+        self._values: dict[str, tuple[str, str]] = {}
+        """Each value, and the key and the Secret it was first met in."""
+        self._names: set[str] = set()
         self._by_prefix: dict[str, tuple[str, ...]] | None = None
         self._lock = threading.Lock()
         """Values may be added by one thread while another scrubs (`collect` writes pages on a pool)."""
 
-    def add_values(self, values: list[str]) -> None:
-        """Remember values returned by `secret_values`."""
+    def add_values(self, values: Iterable[SecretValue | str]) -> None:
+        """Remember values returned by `secret_values` (a plain string: a value of some Secret)."""
         with self._lock:
-            self._values.update(values)
+            for value in values:
+                text, key, secret = (value, "", "?") if isinstance(value, str) else value
+                self._values.setdefault(text, (key, secret))
             self._by_prefix = None
+
+    def add_names(self, names: Iterable[str]) -> None:
+        """Remember names of the input (objects' names and namespaces, label keys and values): a Secret value equal
+        to one is not hidden."""
+        with self._lock:
+            self._names.update(names)
+            self._by_prefix = None
+
+    def hides(self, value: str) -> bool:
+        """Whether a remembered value is replaced in texts."""
+        return len(value) >= MIN_SECRET_LENGTH and value not in self._names
+
+    def not_hidden(self) -> list[tuple[str, str, str]]:
+        """(Secret, key, why) of each Secret's whole value left in texts that its user may expect hidden: one equal
+        to a name of the input, and a short one under a key named for a credential (a password of five letters;
+        not a user name), by Secret and key."""
+        with self._lock:
+            values = dict(self._values)
+        found: dict[tuple[str, str], str] = {}
+        for value, (key, secret) in values.items():
+            if value in self._names:
+                found.setdefault((secret, key), "the name of an object, a namespace or a label in the input")
+            elif len(value) < MIN_SECRET_LENGTH and _secret_name(key):
+                found.setdefault((secret, key), f"shorter than {MIN_SECRET_LENGTH} characters")
+        return sorted((secret, key, why) for (secret, key), why in found.items())
+
+    def note(self) -> str | None:
+        """One sentence on the values `not_hidden` gives, None when there is none."""
+        left = self.not_hidden()
+        if not left:
+            return None
+        shown = "; ".join(f"key {key} of Secret {secret}: {why}" for secret, key, why in left[:NOT_HIDDEN_SHOWN])
+        more = f"; and {len(left) - NOT_HIDDEN_SHOWN} more" if len(left) > NOT_HIDDEN_SHOWN else ""
+        return (f"{len(left)} Secret value(s) are left as they are in texts, not worth hiding ({shown}{more}); "
+                "passwords, tokens and keys in their usual forms are masked all the same")
 
     def scrub(self, text: str) -> str:
         """`text` with every remembered value replaced, the longest one where several start at the same
@@ -458,6 +518,8 @@ class SecretScrubber:
         if not self._values or len(text) < MIN_SECRET_LENGTH:
             return text
         index = self._index()
+        if not index:
+            return text
         parts: list[str] = []
         start = i = 0
         last = len(text) - MIN_SECRET_LENGTH
@@ -477,9 +539,30 @@ class SecretScrubber:
             with self._lock:
                 index: dict[str, list[str]] = {}
                 for value in sorted(self._values, key=len, reverse=True):
-                    index.setdefault(value[:MIN_SECRET_LENGTH], []).append(value)
+                    if self.hides(value):
+                        index.setdefault(value[:MIN_SECRET_LENGTH], []).append(value)
                 self._by_prefix = built = {prefix: tuple(values) for prefix, values in index.items()}
         return built
+
+
+def names_of(obj: dict[str, Any]) -> Iterator[str]:
+    """The names an object shows anyway (its name, namespace, label keys and values), and those of a List's items:
+    a Secret value equal to one is not worth hiding."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        for key in ("name", "namespace", "generateName"):
+            if isinstance(meta.get(key), str):
+                yield meta[key]
+        labels = meta.get("labels")
+        if isinstance(labels, dict):
+            for key, value in labels.items():
+                yield str(key)
+                yield str(value)
+    items = obj.get("items")
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict):
+                yield from names_of(item)
 
 
 def _bounded(text: str, at: int, value: str) -> bool:
@@ -691,10 +774,16 @@ class Redactor:
         """Short texts the patterns leave unchanged (see `_redact`); added to by several threads, which is safe."""
 
     def learn(self, raw: dict[str, Any], as_kind: tuple[str, str] | None = None) -> None:
-        """Remember the values of a Secret (or of the Secrets of a List) to remove them from texts."""
+        """Remember the values of a Secret (or of the Secrets of a List) to remove them from texts, and the names of
+        any object, which such a value is not hidden for."""
         values = list(self._secret_values(raw, as_kind))
         if values:
             self._scrubber.add_values(values)
+        self._scrubber.add_names(names_of(raw))
+
+    def note(self) -> str | None:
+        """What the bundle's Secret values left in texts are (`SecretScrubber.note`)."""
+        return self._scrubber.note()
 
     def obj(self, raw: dict[str, Any], as_kind: tuple[str, str] | None = None) -> dict[str, Any]:
         """A redacted copy of one object (or List) for a bundle; `raw` itself when nothing in it changes.
@@ -754,7 +843,7 @@ class Redactor:
             with self._lock:
                 self.counts.update(counts)
 
-    def _secret_values(self, raw: dict[str, Any], as_kind: tuple[str, str] | None) -> Iterator[str]:
+    def _secret_values(self, raw: dict[str, Any], as_kind: tuple[str, str] | None) -> Iterator[SecretValue]:
         view = _as_kind(raw, as_kind)
         items = view.get("items")
         kind = view.get("kind")
