@@ -803,7 +803,7 @@ def _cluster_version(roots: list[Path]) -> tuple[int, int] | None:
     for root in roots:
         # the scan's own loader for settings files (regular file inside the bundle, size, depth and alias guards);
         # its problems are the scan's to report, not this look-up's
-        doc = load_yaml_file(root / "bundle.yaml", "bundle.yaml", [], root)
+        doc = load_yaml_file(root / "bundle.yaml", "bundle.yaml", [], root, unique_keys=True)
         cluster = doc.get("cluster") if isinstance(doc, dict) else None
         if isinstance(cluster, dict):
             return deprecations.parse_version(str(cluster.get("version") or ""))

@@ -849,7 +849,7 @@ class Snapshot:
             if not path.is_file():
                 continue
             display = "clock.yaml" if len(self.roots) == 1 else f"{root.name}/clock.yaml"
-            found.append((display, mapping(load_yaml_file(path, display, self.problems, root))))
+            found.append((display, mapping(load_yaml_file(path, display, self.problems, root, unique_keys=True))))
         return found
 
     @cached_property

@@ -91,7 +91,9 @@ def test_a_jq_expression_that_never_ends_is_stopped_as_argo_cd_stops_it(expr: st
 
 
 def test_a_jq_expression_that_runs_out_of_memory_is_one_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory bound, whatever the machine's speed: a time limit far off, so that the memory one ends it."""
     monkeypatch.setattr(jqpaths, "JQ_MEMORY", 64 << 20)
+    monkeypatch.setattr(jqpaths, "JQ_TIMEOUT", 600.0)
     assert jq_paths("[range(1e8)] | .[]", {}) == "stopped: jq ran out of memory (64 MiB) or failed (SIGABRT)"
 
 

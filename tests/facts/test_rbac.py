@@ -318,3 +318,38 @@ def test_non_resource_urls_are_not_granted_through_a_rolebinding() -> None:
     assert allows(found, "get", "", "/metrics", None) is None
     assert any("nonResourceURLs of ClusterRole/metrics are not granted through a RoleBinding" in n
                for n in found.notes)
+
+
+def test_a_rolebinding_grants_a_role_of_its_own_namespace_to_a_service_account_of_another() -> None:
+    """Argo CD's usual layout: the controller's ServiceAccount in argocd, a Role and RoleBinding in each namespace
+    it deploys to; a Role of the same name in argocd (the ServiceAccount's namespace) is not the one bound."""
+    snap = snapshot(
+        role("deployer", "shop", rule("apps", "deployments", "get list watch update patch")),
+        role("deployer", "argocd", rule("core", "secrets", "*")),
+        binding("RoleBinding", "argocd-deployer", "Role", "deployer", sa("argocd-application-controller", "argocd"),
+                namespace="shop"),
+    )
+    found = effective_permissions(snap, "argocd", "argocd-application-controller")
+    assert [(g.api_group, g.resource, g.namespace) for g in found.grants] == [("apps", "deployments", "shop")]
+    assert allows(found, "patch", "apps", "deployments", "shop") is not None
+    assert allows(found, "get", "", "secrets", "argocd") is None
+
+
+def test_a_scale_grant_is_no_exec_grant_and_a_url_grant_no_prefix() -> None:
+    scale = perms(grant("*/scale", "create get update", group_="*"))
+    assert allows(scale, "create", "", "pods/exec", "shop") is None and allows(scale, "get", "", "pods/exec",
+                                                                               "shop") is None
+    assert allows(scale, "update", "apps", "statefulsets/scale", "shop") is not None
+    urls = perms(grant("", "get", urls=("/metrics",)))
+    assert allows(urls, "get", "", "/metricsfoo", None) is None and allows(urls, "get", "", "/metrics/x", None) is None
+
+
+def test_an_absent_role_named_cluster_admin_grants_nothing() -> None:
+    """Only the built-in ClusterRole cluster-admin is known without the input; a namespaced Role of that name is
+    someone's own, and absent it grants nothing."""
+    snap = snapshot(binding("RoleBinding", "admins", "Role", "cluster-admin", sa("argocd-server", "argocd"),
+                            namespace="argocd"))
+    found = effective_permissions(snap, "argocd", "argocd-server")
+    assert found.grants == ()
+    assert any("Role/argocd/cluster-admin (bound by RoleBinding/argocd/admins) not in the input" in n
+               for n in found.notes)

@@ -233,6 +233,7 @@ def test_unknown_analysis_runs_matter_only_when_the_rollout_uses_analysis() -> N
     rollout, rss, pods, _ = namespace("shop")
     assert assess_rollout(rollout, rss, pods, None).state == RolloutState.STUCK
     rollout["spec"]["strategy"]["canary"]["steps"].insert(1, {"analysis": {"templates": [{"templateName": "x"}]}})
+    rollout["status"]["currentStepIndex"] = 5  # past its steps, as before
     v = assess_rollout(rollout, rss, pods, None)
     assert v.state == RolloutState.UNDETERMINED
     assert v.reasons == ("missing: the AnalysisRuns of namespace shop (the Rollout uses analysis)",)
@@ -408,3 +409,202 @@ def test_a_restart_counts_only_inside_the_progress_window(finished: str, state: 
     by_kind = {k: [o for o in objects if o["kind"] == k] for k in ("Rollout", "ReplicaSet", "Pod")}
     verdict = assess_rollout(by_kind["Rollout"][0], by_kind["ReplicaSet"], by_kind["Pod"], [])
     assert verdict.state is state, verdict.summary
+
+
+# -- Argo Rollouts' own semantics: what must never be called stuck (rollout/sync.go, rollout/restart.go) -------------
+def _background_run(rollout: Raw, phase: str) -> Raw:
+    """A background AnalysisRun of the current revision, as the controller creates it."""
+    name = f"web-{rollout['status']['currentPodHash']}-9"
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisRun",
+            "metadata": {"name": name, "namespace": "shop",
+                         "labels": {"rollout-type": "Background",
+                                    "rollouts-pod-template-hash": rollout["status"]["currentPodHash"]},
+                         "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "web",
+                                              "uid": rollout["metadata"]["uid"], "controller": True}]},
+            "spec": {"metrics": [{"name": "error-rate", "interval": "1m",
+                                  "provider": {"prometheus": {"query": "sum(rate(errors[1m]))"}}}]},
+            "status": {"phase": phase, "startedAt": "2026-11-24T08:00:00Z"} if phase else {}}
+
+
+@pytest.mark.parametrize("phase", ["Running", "Pending", ""])
+def test_a_running_background_analysis_is_mid_analysis_not_stuck(phase: str) -> None:
+    rollout, rss, pods, _ = namespace("shop")
+    rollout["spec"]["strategy"]["canary"]["analysis"] = {"templates": [{"templateName": "error-rate"}]}
+    run = _background_run(rollout, phase)
+    rollout["status"]["canary"] = {"currentBackgroundAnalysisRunStatus": {"name": run["metadata"]["name"],
+                                                                         "status": phase or "Pending"}}
+    v = assess_rollout(rollout, rss, pods, [run])
+    assert v.state == RolloutState.UNDETERMINED
+    assert v.reasons == (f"AnalysisRun web-6d4b9c7f58-9 of the current revision is {phase or 'not started'}: the "
+                         "Rollout is mid-analysis",)
+    run["status"] = {"phase": "Successful"}
+    assert assess_rollout(rollout, rss, pods, [run]).state == RolloutState.STUCK
+
+
+def test_a_blue_green_pre_promotion_analysis_running_is_mid_analysis() -> None:
+    rollout, rss, pods, _ = namespace("billing")
+    rollout["spec"]["strategy"]["blueGreen"]["prePromotionAnalysis"] = {"templates": [{"templateName": "smoke"}]}
+    run = _background_run(rollout, "Running")
+    run["metadata"].update(namespace="billing", name="invoices-pre", labels={
+        "rollout-type": "PrePromotion", "rollouts-pod-template-hash": rollout["status"]["currentPodHash"]})
+    run["metadata"]["ownerReferences"][0]["name"] = "invoices"
+    rollout["status"]["blueGreen"] = {"prePromotionAnalysisRunStatus": {"name": "invoices-pre", "status": "Running"}}
+    v = assess_rollout(rollout, rss, pods, [run])
+    assert v.state == RolloutState.UNDETERMINED
+    assert v.reasons == ("AnalysisRun invoices-pre of the current revision is Running: the Rollout is mid-analysis",)
+    assert assess_rollout(rollout, rss, pods, None).reasons == (
+        "missing: the AnalysisRuns of namespace billing (the Rollout uses analysis)",)
+
+
+def test_an_experiment_of_the_current_revision_is_running() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["status"]["canary"] = {"currentExperiment": "web-6d4b9c7f58-9-2"}
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert (v.state, v.reasons) == (RolloutState.UNDETERMINED,
+                                    ("Experiment web-6d4b9c7f58-9-2 of the current revision is running",))
+    rollout["status"]["canary"] = {}
+    rollout["spec"]["strategy"]["canary"]["steps"].append({"experiment": {"templates": [
+        {"name": "baseline", "specRef": "stable"}], "analyses": [{"name": "compare", "templateName": "compare"}]}})
+    rollout["status"]["currentStepIndex"] = 5
+    assert assess_rollout(rollout, rss, pods, None).reasons == (
+        "missing: the AnalysisRuns of namespace shop (the Rollout uses analysis)",)  # experiment analyses unknown
+
+
+@pytest.mark.parametrize(("index", "kind"), [(1, "pause"), (3, "pause")])
+def test_a_rollout_at_a_step_the_controller_never_times_out_is_not_stuck(index: int, kind: str) -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["status"]["currentStepIndex"] = index
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.UNDETERMINED
+    assert v.reasons == (f"it is at step {index} of 4 ({kind}), where the controller waits and never times it out",)
+
+
+def test_a_canary_mid_update_is_judged_with_its_stable_replicaset() -> None:
+    """Ready canary pods, a stable ReplicaSet still serving: a restart would evict the stable pods and not promote."""
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["status"]["stableRS"] = "qrd7967jtn"
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.UNDETERMINED
+    (reason,) = v.reasons
+    assert reason.startswith("a canary update is under way: stable ReplicaSet web-qrd7967jtn still serves and "
+                             "web-6d4b9c7f58 is the new one; a restart would evict the stable pods too")
+    assert "kubectl argo rollouts promote web -n shop" in reason and "kubectl argo rollouts abort web -n shop" in reason
+
+
+def _evicted(pod: Raw) -> Raw:
+    """A copy of a pod of the ReplicaSet as the kubelet leaves it after an eviction."""
+    left = copy.deepcopy(pod)
+    left["metadata"]["name"] = pod["metadata"]["name"][:-5] + "x2k9p"
+    left["status"] = {"phase": "Failed", "reason": "Evicted", "startTime": "2026-11-20T01:00:00Z",
+                      "message": "The node was low on resource: memory. Threshold quantity: 100Mi, available: 64Mi."}
+    return left
+
+
+def test_a_leftover_evicted_pod_beside_ready_replacements_is_no_reason() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    v = assess_rollout(rollout, rss, [*pods, _evicted(pods[0])], runs)
+    assert v.state == RolloutState.STUCK
+    assert v.summary.endswith("although all 3 pods of ReplicaSet web-6d4b9c7f58 are ready and available")
+    assert any("ended (Failed: Evicted: The node was low on resource: memory." in r and "and was replaced" in r
+               for r in v.reasons)
+    v = assess_rollout(rollout, rss, [*pods[1:], _evicted(pods[0])], runs)  # not replaced yet: a real reason
+    assert v.state == RolloutState.DEGRADED
+    assert v.reasons[0].startswith("pod web-6d4b9c7f58-") and ": Failed: Evicted: The node was low" in v.reasons[0]
+
+
+@pytest.mark.parametrize(("change", "state", "reason"), [
+    ("abort-pending", RolloutState.DEGRADED, "aborted ("),
+    ("generation-behind", RolloutState.UNDETERMINED,
+     "the controller has not yet observed generation 15 of the Rollout (observed 14): its status may be stale"),
+    ("replica-failure", RolloutState.DEGRADED,
+     'ReplicaFailure: pods "web-6d4b9c7f58-" is forbidden: exceeded quota: compute'),
+    ("terminating-beside-ready", RolloutState.UNDETERMINED, "pod web-6d4b9c7f58-"),
+    ("restart-unreadable-time", RolloutState.UNDETERMINED,
+     "a restart is already pending (spec.restartAt 'yesterday', a time that cannot be read, status.restartedAt "
+     "2026-11-18T07:30:00Z): wait for it"),
+    ("inconclusive-run", RolloutState.DEGRADED, "AnalysisRun web-6d4b9c7f58-9 Inconclusive"),
+    ("scaled-to-zero", RolloutState.UNDETERMINED,
+     "the current ReplicaSet web-6d4b9c7f58 is scaled to 0: there is no pod to judge"),
+    ("paused-with-stale-timeout", RolloutState.NOT_DEGRADED, "Paused"),
+    ("ready-unknown", RolloutState.UNDETERMINED, "pod web-6d4b9c7f58-"),
+])
+def test_inputs_where_the_verdict_must_not_be_stuck(change: str, state: RolloutState, reason: str) -> None:
+    """Each with its state and its reason, so that a mutant that reaches STUCK another way fails too."""
+    rollout, rss, pods, runs = namespace("shop")
+    current = next(r for r in rss if r["metadata"]["name"] == "web-6d4b9c7f58")
+    if change == "abort-pending":
+        rollout["status"]["abort"] = True  # set by `kubectl argo rollouts abort`, not processed yet
+    elif change == "generation-behind":
+        rollout["metadata"]["generation"] = 15
+    elif change == "replica-failure":
+        rollout["status"]["conditions"].append({
+            "type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+            "message": 'pods "web-6d4b9c7f58-" is forbidden: exceeded quota: compute'})
+    elif change == "terminating-beside-ready":
+        pods.append(copy.deepcopy(pods[0]))
+        pods[-1]["metadata"]["name"] += "-old"
+        pods[-1]["metadata"]["deletionTimestamp"] = "2026-11-24T10:29:50Z"
+    elif change == "restart-unreadable-time":
+        rollout["spec"]["restartAt"] = "yesterday"
+    elif change == "inconclusive-run":
+        runs = [_background_run(rollout, "Inconclusive")]
+    elif change == "scaled-to-zero":
+        current["spec"]["replicas"] = 0
+        current["status"] = {"replicas": 0, "observedGeneration": 4}
+        pods = []
+    elif change == "paused-with-stale-timeout":
+        rollout["status"]["phase"] = "Paused"
+        rollout["status"]["message"] = "CanaryPauseStep"
+        rollout["status"]["pauseConditions"] = [{"reason": "CanaryPauseStep", "startTime": "2026-11-24T09:00:00Z"}]
+    else:
+        ready = next(c for c in pods[0]["status"]["conditions"] if c["type"] == "Ready")
+        ready.update(status="Unknown", reason="NodeStatusUnknown", message="Kubelet stopped posting node status.")
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == state
+    assert any(r.startswith(reason) for r in v.reasons) or v.summary.startswith(reason), v.reasons
+
+
+def test_a_restart_inside_the_default_progress_deadline_counts() -> None:
+    """Without progressDeadlineSeconds the controller's default (600 s) sets the window a restart counts in."""
+    rollout, rss, pods, runs = namespace("shop")
+    del rollout["spec"]["progressDeadlineSeconds"]
+    container = pods[0]["status"]["containerStatuses"][0]
+    container["restartCount"] = 1
+    container["lastState"] = {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                                             "finishedAt": "2026-11-24T08:08:00Z"}}  # 480 s before the deadline
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.UNDETERMINED
+    container["lastState"]["terminated"]["finishedAt"] = "2026-11-24T08:05:00Z"  # 660 s before: outside
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.STUCK
+
+
+def test_two_rollouts_sharing_a_pod_hash_are_told_apart_by_owner() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    twins_rs, twins_pods = copy.deepcopy(rss), copy.deepcopy(pods)
+    for obj in twins_rs:
+        obj["metadata"]["name"] = obj["metadata"]["name"].replace("web-", "web2-")
+        obj["metadata"]["ownerReferences"][0].update(name="web2", uid="0f0f0f0f-0000-4000-8000-000000000002")
+    for pod in twins_pods:
+        pod["metadata"]["name"] = pod["metadata"]["name"].replace("web-", "web2-")
+        pod["metadata"]["ownerReferences"][0]["name"] = "web2-6d4b9c7f58"
+        pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                                                             "reason": "Unschedulable", "message": "no nodes"}]}
+    v = assess_rollout(rollout, twins_rs + rss, twins_pods + pods, runs)
+    assert v.state == RolloutState.STUCK and {p.name[:15] for p in v.pods} == {"web-6d4b9c7f58-"}
+
+
+def test_a_refused_analysis_run_list_is_unknown_never_none() -> None:
+    """403 on analysisruns during a live collection (`bundle.yaml` `skipped`) while the Rollout uses analysis."""
+    snap = Snapshot("live")
+    rollout, rss, pods, _ = namespace("shop")
+    rollout["spec"]["strategy"]["canary"]["analysis"] = {"templates": [{"templateName": "error-rate"}]}
+    for index, obj in enumerate([rollout, *rss, *pods]):
+        snap.add(RawObject(obj, f"objects/shop.yaml:{index}"))
+    snap.meta["options"] = {"needs": ["argoproj.io/Rollout", "argoproj.io/AnalysisRun", "apps/ReplicaSet", "Pod"]}
+    assert rollout_inputs(snap, snap.get("Rollout", "web", "shop", "argoproj.io")).analysis_runs == []
+    snap.unread.append({"what": "list analysisruns", "request": "GET /apis/argoproj.io/v1alpha1/analysisruns",
+                        "reason": "403 Forbidden", "need": "kind:argoproj.io/AnalysisRun", "status": "403"})
+    inputs = rollout_inputs(snap, snap.get("Rollout", "web", "shop", "argoproj.io"))
+    assert inputs.analysis_runs is None
+    v = assess_rollout(rollout, inputs.replicasets, inputs.pods, inputs.analysis_runs)
+    assert (v.state, v.reasons) == (RolloutState.UNDETERMINED,
+                                    ("missing: the AnalysisRuns of namespace shop (the Rollout uses analysis)",))

@@ -337,3 +337,93 @@ def test_only_degraded_rollouts_have_their_pods_read(api: FakeApiServer, make: C
     healthy_hash = next(o for o in api.objects() if o["metadata"]["name"] == "catalog")["status"]["currentPodHash"]
     assert not any(healthy_hash in item for item in listed)
     assert listed  # the Degraded ones were
+
+
+def test_the_hourly_cap_is_a_rolling_hour(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    """One restart at 09:00 with maxRestartsPerHour 1: the next stuck Rollout waits until 10:00, not the top of
+    the next clock hour, and not a minute more."""
+    api.set_objects([*installation(), *cluster.stuck("basket")])
+    objects = [o for o in api.objects() if o["kind"] == "Rollout"]
+    api.add_object(cluster.application("shop", objects))
+    clock = Clock()
+    service = make({**POLICY, "maxRestartsPerHour": 1}, clock=clock)
+    assert decisions(service.notify())["apps/basket"][0] == "restarted"
+    clock.now += timedelta(minutes=59, seconds=59)
+    got = decisions(service.notify())["apps/checkout"]
+    assert got[0] == "skipped" and "1 restarts in the last hour" in got[1]
+    clock.now += timedelta(seconds=2)
+    assert decisions(service.notify())["apps/checkout"][0] == "restarted"
+
+
+def test_a_signed_chunked_body_without_length_is_bounded(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    """A signature header lets the body be read before the caller is known: read no more than MAX_BODY of it."""
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(64):  # 4 MiB in all, sent chunked: no Content-Length to refuse it by
+            yield b" " * (64 * 1024)
+
+    response = make().http.post("/v1/notifications/argocd", content=chunks(),
+                                headers={"X-Argo-Doctor-Signature": "sha256=" + "0" * 64})
+    assert response.status_code == 413 and "over 1048576 bytes" in response.json()["error"]
+    assert api.requests == []
+
+
+def test_a_change_between_the_decision_and_the_patch_is_decided_again(api: FakeApiServer,
+                                                                      make: Callable[..., Service]) -> None:
+    """Another writer restarts the Rollout after the decision under the lock and before its re-read: the versions
+    differ, the decision is taken again on the fresh Rollout, which sees the pending restart."""
+    service = make()
+    original = service.kube.get
+    reads = {"count": 0}
+
+    def racing_get(path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        doc = original(path, params)
+        if path.endswith("/rollouts/checkout"):
+            reads["count"] += 1
+            if reads["count"] == 2:  # the locked look has decided on this read; the re-read comes next
+                other = json.loads(json.dumps(doc))
+                other["spec"]["restartAt"] = "2026-11-23T08:59:59Z"
+                api.add_object(other)
+        return doc
+
+    service.kube.get = racing_get  # type: ignore[method-assign]
+    got = decisions(service.notify())["apps/checkout"]
+    assert got[0] == "skipped" and "already pending" in got[1]
+    assert patches(api) == []
+    [entry] = [e for e in service.store.entries() if e.rollout == "apps/checkout"]
+    assert entry.api_answer is not None and entry.api_answer.startswith("changed between reads (")
+
+
+def test_an_application_without_a_destination_namespace_is_handled(api: FakeApiServer,
+                                                                   make: Callable[..., Service]) -> None:
+    """Notifications renders `{{.app.spec.destination.namespace}}` of such an Application as `<no value>`: the
+    Rollouts' own namespaces (status.resources) are used."""
+    body = {**cluster.notification(), "namespace": "<no value>"}
+    got = decisions(make().notify(body))
+    assert got["apps/checkout"][0] == "restarted" and got["apps/payments"][0] == "skipped"
+
+
+SECRETS = ("hunter2-basic-pw", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjaSJ9.c2lnbmF0dXJlLXZhbHVl", "s3cr3t-db-pass")
+
+
+def test_nothing_secret_leaves_the_service(api: FakeApiServer, make: Callable[..., Service],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A Rollout message quoting a URL with a password, a bearer token and a password field: the answer, the JSON
+    log line, the audit row and the Event carry none of them."""
+    objects = cluster.stuck()
+    leaky = (f"ProgressDeadlineExceeded: ReplicaSet \"checkout-{cluster._hash('checkout')}\" has timed out "
+             f"progressing. (probe https://ci:{SECRETS[0]}@registry.example.com, Authorization: Bearer {SECRETS[1]}, "
+             f"password={SECRETS[2]})")
+    objects[0]["status"]["message"] = leaky
+    api.set_objects([*objects, cluster.application("shop", [objects[0]])])
+    from argo_doctor.remediate.service import json_logging
+
+    service = make()
+    with json_logging():
+        response = service.notify()
+    assert decisions(response)["apps/checkout"][0] == "restarted"
+    texts = [response.text, capsys.readouterr().err, json.dumps([e.__dict__ for e in service.store.entries()],
+                                                                 default=str), json.dumps(events(api))]
+    for text in texts:
+        assert not any(secret in text for secret in SECRETS), text[:2000]
+    assert "<redacted>" in texts[2]  # the audit row says what was there

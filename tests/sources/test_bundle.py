@@ -300,3 +300,16 @@ def test_a_bundle_as_folder_and_as_tarball_is_one_note(tmp_path: Path) -> None:
     assert (note.location, note.message, note.kind) == (
         str(archive), f"{len(snap)} objects of {BASIC} are also in {archive}, all identical: one copy of each is used",
         "note")
+
+
+def test_a_key_written_twice_in_bundle_yaml_is_refused_with_its_line(tmp_path: Path) -> None:
+    """argo-doctor's own settings files are read whole or not at all: the second `collectedAt` would silently win."""
+    root = tmp_path / "b"
+    (root / "objects").mkdir(parents=True)
+    (root / "objects" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n")
+    (root / "bundle.yaml").write_text('collectedAt: "2026-11-20T08:30:00Z"\ncluster:\n  name: prod\n'
+                                      'collectedAt: "2026-11-21T08:30:00Z"\n')
+    snap = bundle.load([root])
+    assert [(p.location, p.message) for p in snap.problems] == [
+        ("bundle.yaml:4", "invalid YAML: found duplicate key 'collectedAt'")]
+    assert "collectedAt" not in snap.meta

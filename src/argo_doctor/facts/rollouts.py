@@ -9,7 +9,10 @@ message>` (`ProgressDeadlineExceeded: ReplicaSet "web-6d4b9" has timed out progr
 meaningful when `status.observedGeneration` equals `metadata.generation`. The current pod template's ReplicaSet,
 its pods and its AnalysisRuns carry the label `rollouts-pod-template-hash=<status.currentPodHash>`. A Rollout is
 paused by `spec.paused` or `status.pauseConditions` (`status.controllerPause` alone means it was resumed). A restart
-is pending while `spec.restartAt` differs from `status.restartedAt` (`utils/replicaset` NeedsRestart).
+is pending while `spec.restartAt` differs from `status.restartedAt` (`utils/replicaset` NeedsRestart). The controller
+never times a Rollout out at an analysis, experiment or pause step (`rollout/sync.go` isIndefiniteStep); while
+`status.stableRS` differs from the current pod hash an update is under way, and a restart would evict the stable pods
+too (`rollout/restart.go` evicts every pod older than restartAt) without moving the update on.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ DEADLINE = "ProgressDeadlineExceeded"
 ABORTED = "RolloutAborted"
 DEFAULT_DEADLINE_SECONDS = 600
 FAILED_ANALYSIS = ("Failed", "Error", "Inconclusive")
+RUNNING_ANALYSIS = ("", "Pending", "Running")
+"""AnalysisRun phases of a measurement still under way (no phase: not started yet)."""
 ROLLOUT_NEEDS = frozenset({"argoproj.io/Rollout", "argoproj.io/AnalysisRun", "apps/ReplicaSet", "Pod"})
 """The kinds `assess_rollout` reads, as a rule declares them in its `needs`."""
 
@@ -188,7 +193,8 @@ class _Assessment:
         self.message = str(self.status.get("message") or self.progressing.get("message") or "")
         self.restart_at = parse_time(self.spec.get("restartAt"))
         restarted_at = parse_time(self.status.get("restartedAt"))
-        self.restart_pending = self.restart_at is not None and self.restart_at != restarted_at
+        asked = self.spec.get("restartAt") not in (None, "")  # one whose time cannot be read is pending too
+        self.restart_pending = asked and (self.restart_at is None or self.restart_at != restarted_at)
         self.replicasets = None if replicasets is None else [r for r in replicasets if self._current_rs(r)]
         self.rs = self.replicasets[0] if self.replicasets else None
         self.rs_name = str(mapping(self.rs.get("metadata")).get("name") or "") if self.rs else ""
@@ -325,6 +331,38 @@ class _Assessment:
         return [analysis_problem(r) for r in sorted(runs, key=_name)
                 if mapping(r.get("status")).get("phase") in FAILED_ANALYSIS]
 
+    def in_progress(self) -> list[str]:
+        """What the Rollout is in the middle of, which a restart would not move on: an update not promoted yet (the
+        stable ReplicaSet is not the current one), an analysis, experiment or pause step, a measurement running."""
+        found: list[str] = []
+        stable = str(self.status.get("stableRS") or "")
+        strategy = mapping(self.spec.get("strategy"))
+        if stable and self.pod_hash and stable != self.pod_hash:
+            how = ("canary" if strategy.get("canary") is not None else
+                   "blue-green" if strategy.get("blueGreen") is not None else "")
+            found.append(
+                f"a {how + ' ' if how else ''}update is under way: stable ReplicaSet {self.name}-{stable} still serves "
+                f"and {self.name}-{self.pod_hash} is the new one; a restart would evict the stable pods too and not "
+                f"move the update on: promote it when the new pods are good (kubectl argo rollouts promote "
+                f"{self.name} -n {self.namespace}) or abort it (kubectl argo rollouts abort {self.name} -n "
+                f"{self.namespace})")
+        steps = as_list(mapping(strategy.get("canary")).get("steps"))
+        index = as_int(self.status.get("currentStepIndex"), -1)
+        step = mapping(steps[index]) if 0 <= index < len(steps) else {}
+        kind = next((k for k in ("analysis", "experiment", "pause") if k in step), None)
+        if kind is not None:
+            found.append(f"it is at step {index} of {len(steps)} ({kind}), where the controller waits and never "
+                         "times it out")
+        experiment = mapping(self.status.get("canary")).get("currentExperiment")
+        if experiment:
+            found.append(f"Experiment {experiment} of the current revision is running")
+        for run in sorted(self.runs or [], key=_name):
+            phase = str(mapping(run.get("status")).get("phase") or "")
+            if phase in RUNNING_ANALYSIS and (_name(run) in self.current_run_names() or not self.current_run_names()):
+                found.append(f"AnalysisRun {_name(run)} of the current revision is "
+                             f"{phase or 'not started'}: the Rollout is mid-analysis")
+        return found
+
     def generation_lag(self) -> str | None:
         observed = str(self.status.get("observedGeneration") or "")
         generation = self.meta.get("generation")
@@ -357,15 +395,17 @@ class _Assessment:
         pod_real, changing = self.pod_reasons()
         if pod_real:
             return self._make(RolloutState.DEGRADED, f"Degraded ({DEADLINE}): {pod_real[0]}", pod_real)
+        changing[:0] = self.in_progress()
         lag = self.generation_lag()
         if lag:
             changing.insert(0, lag)
         if self.restart_pending:
-            changing.insert(0, f"a restart is already pending (spec.restartAt {format_time(self.restart_at)}, "
+            asked = format_time(self.restart_at) or f"{self.spec.get('restartAt')!r}, a time that cannot be read"
+            changing.insert(0, f"a restart is already pending (spec.restartAt {asked}, "
                                f"status.restartedAt {self.status.get('restartedAt') or 'unset'}): wait for it")
         if changing:
             return self._make(RolloutState.UNDETERMINED, f"Degraded ({DEADLINE}) but {changing[0]}", changing)
-        ready = len(self.summaries)
+        ready = len(self.summaries) - sum(1 for p in self.pods or [] if _finished(p))
         pods = "the only pod" if ready == 1 else f"all {ready} pods"
         summary = (f"Degraded ({DEADLINE}) although {pods} of ReplicaSet {self.rs_name} "
                    f"{'is' if ready == 1 else 'are'} ready and available")
@@ -391,17 +431,21 @@ class _Assessment:
             return [], []
         real: list[str] = []
         changing: list[str] = []
-        for summary, kind in zip(self.summaries, (_pod_kind(p, self.window) for p in self.pods), strict=True):
-            if kind == "real":
-                real.append(f"pod {summary.name}: {summary.problem}")
-            elif kind == "changing":
-                changing.append(f"pod {summary.name}: {summary.problem}")
         spec, status = mapping(self.rs.get("spec")), mapping(self.rs.get("status"))
         wanted = as_int(spec.get("replicas"), 1)
         have, ready = as_int(status.get("replicas")), as_int(status.get("readyReplicas"))
         available = as_int(status.get("availableReplicas"))
-        active = [s for s, p in zip(self.summaries, self.pods, strict=True) if not _terminating(p)]
+        done = {id(p) for p in self.pods if _finished(p)}
+        active = [s for s, p in zip(self.summaries, self.pods, strict=True)
+                  if not _terminating(p) and id(p) not in done]
         fine = [s for s in active if s.problem is None]
+        replaced = len(fine) >= wanted > 0  # a pod that ended (evicted, say) beside enough ready replacements
+        for summary, pod in zip(self.summaries, self.pods, strict=True):
+            kind = _pod_kind(pod, self.window)
+            if kind == "real" and not (replaced and id(pod) in done):
+                real.append(f"pod {summary.name}: {summary.problem}")
+            elif kind == "changing":
+                changing.append(f"pod {summary.name}: {summary.problem}")
         failure = next((mapping(c) for c in as_list(status.get("conditions"))
                         if mapping(c).get("type") == "ReplicaFailure" and mapping(c).get("status") == "True"), None)
         if failure is not None:
@@ -423,13 +467,15 @@ class _Assessment:
         return real, changing
 
     def checks_passed(self) -> list[str]:
-        ready = len(self.summaries)
+        ended = [s for s, p in zip(self.summaries, self.pods or [], strict=False) if _finished(p)]
+        ready = len(self.summaries) - len(ended)
         checks = [
             f"{self.message or DEADLINE}",
             f"ReplicaSet {self.rs_name} (pod hash {self.pod_hash}): {ready} of {ready} pods Running and Ready, "
-            "ready = available = desired",
+            "ready = available = desired"
+            + ("".join(f"; pod {s.name} ended ({s.problem}) and was replaced" for s in ended)),
             "no pod waiting, pending, terminating, or restarting during the progress window",
-            "not aborted, not paused, no InvalidSpec condition",
+            "not aborted, not paused, no InvalidSpec condition, no update, step or measurement under way",
             "no failed, errored or inconclusive AnalysisRun for the current pod hash" if self.runs is not None
             else "no AnalysisRun in the input (the Rollout uses no analysis)",
             "no restart pending",
@@ -456,6 +502,11 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 def _terminating(pod: Mapping[str, Any]) -> bool:
     return bool(mapping(pod.get("metadata")).get("deletionTimestamp"))
+
+
+def _finished(pod: Mapping[str, Any]) -> bool:
+    """Whether a pod has ended for good (Failed, e.g. evicted, or Succeeded): its ReplicaSet replaces it."""
+    return not _terminating(pod) and mapping(pod.get("status")).get("phase") in ("Failed", "Succeeded")
 
 
 def _pod_ready(pod: Mapping[str, Any]) -> bool:
@@ -540,6 +591,9 @@ def _pod_problem(pod: Mapping[str, Any], window: Window) -> tuple[str | None, st
         return f"{phase} (no container is running yet)", "real"
     if not _pod_ready(pod):
         ready = next((mapping(c) for c in as_list(status.get("conditions")) if mapping(c).get("type") == "Ready"), {})
+        if ready.get("status") == "Unknown":  # the node controller's mark when the kubelet stops reporting
+            detail = ready.get("message") or ready.get("reason") or "its node stopped reporting its status"
+            return f"Ready Unknown: {detail}", "changing"
         detail = ready.get("message") or "its Ready condition is False"
         return f"Running but not Ready: {detail}", "real"
     for container in (mapping(c) for c in as_list(status.get("containerStatuses"))):

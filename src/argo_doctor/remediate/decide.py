@@ -61,7 +61,7 @@ def decide(verdict: RolloutVerdict, policy: Policy, *, now: datetime, last_resta
         return skip(f"cooldown: last restart at {format_time(last)}, next allowed after {until}",
                     f"cooldown until {until}")
     cap = policy.max_restarts_per_hour
-    if cap is not None and restarts_last_hour >= cap:
+    if restarts_last_hour >= cap:
         return skip(f"hourly cap reached: {restarts_last_hour} restarts in the last hour (maxRestartsPerHour "
                     f"{cap})", "hourly cap reached")
     patch = restart_patch(now, verdict.resource_version)

@@ -13,6 +13,10 @@ from argo_doctor.sources.objects import load_yaml_file
 from argo_doctor.timeutil import parse_go_duration
 
 DEFAULT_COOLDOWN = 15 * 60.0
+"""Seconds between two restarts of one Rollout when the policy names no cooldown."""
+DEFAULT_MAX_RESTARTS_PER_HOUR = 10
+"""Restarts in any rolling hour, all Rollouts together, when the policy names no cap: a storm of notifications
+(a bad release everywhere) restarts a few Rollouts, not all of them."""
 KEYS = {"dryRun", "allow", "cooldown", "maxRestartsPerHour", "allowSingleReplica"}
 ALLOW_KEYS = {"namespaces", "applications"}
 
@@ -25,7 +29,7 @@ class Policy:
     namespaces: tuple[str, ...] = ()
     applications: tuple[str, ...] = ()
     cooldown: float = DEFAULT_COOLDOWN
-    max_restarts_per_hour: int | None = None
+    max_restarts_per_hour: int = DEFAULT_MAX_RESTARTS_PER_HOUR
     allow_single_replica: bool = False
     source: str = "built-in"
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -55,12 +59,12 @@ def parse_policy(doc: Any, source: str) -> Policy:
     cooldown_text = doc.get("cooldown")
     cooldown = DEFAULT_COOLDOWN
     if cooldown_text is not None:
-        seconds = parse_go_duration(str(cooldown_text))
+        seconds = parse_go_duration(cooldown_text) if isinstance(cooldown_text, str) else None
         if seconds is None or seconds < 0:
-            raise ConfigError(f"{source}: cooldown {cooldown_text!r} is not a Go duration like 15m or 1h30m")
+            raise ConfigError(f"{source}: cooldown {cooldown_text!r} is not a Go duration ≥ 0 like 15m or 1h30m")
         cooldown = seconds
-    cap = doc.get("maxRestartsPerHour")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+    cap = doc.get("maxRestartsPerHour", DEFAULT_MAX_RESTARTS_PER_HOUR)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
         raise ConfigError(f"{source}: maxRestartsPerHour must be a whole number ≥ 0, not {cap!r}")
     return Policy(
         dry_run=_flag(doc, "dryRun", True, source),
@@ -77,7 +81,7 @@ def parse_policy(doc: Any, source: str) -> Policy:
 def load_policy(path: Path) -> Policy:
     """Read a policy file with the guarded YAML loader of settings files."""
     problems: list[Problem] = []
-    doc = load_yaml_file(path, str(path), problems)
+    doc = load_yaml_file(path, str(path), problems, unique_keys=True)
     if problems:
         raise ConfigError(f"{problems[0].location}: {problems[0].message}")
     return parse_policy(doc, str(path))

@@ -29,6 +29,7 @@ from argo_doctor.remediate.kube import (
 )
 from argo_doctor.remediate.policy import Policy
 from argo_doctor.remediate.store import AuditEntry, AuditStore, StoreError
+from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
 
 ATTEMPTS = 3
@@ -282,8 +283,8 @@ class Restarter:
             "involvedObject": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "namespace": namespace,
                                "name": name, "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
             "reason": EVENT_REASON, "type": "Normal", "action": "Restart",
-            "message": f"argo-doctor set spec.restartAt={(decision.patch or {}).get('spec', {}).get('restartAt')}: "
-                       f"{verdict.summary}"[:1024],
+            "message": clean(f"argo-doctor set spec.restartAt={(decision.patch or {}).get('spec', {}).get('restartAt')}"
+                             f": {verdict.summary}")[:1024],
             "source": {"component": "argo-doctor"}, "reportingComponent": "argo-doctor",
             "reportingInstance": self.instance, "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
         }
@@ -295,11 +296,13 @@ class Restarter:
 
     def _refused(self, reason: str, outcome: str, context: dict[str, Any], started: float) -> Result:
         """A request decided before any Rollout was read; recorded like any decision."""
-        self._record(Outcome("", "skipped", reason, outcome), context, started)
-        return Result(reason=reason)
+        return Result(reason=self._record(Outcome("", "skipped", reason, outcome), context, started).reason)
 
     def _record(self, outcome: Outcome, context: dict[str, Any], started: float) -> Outcome:
-        """Write the decision to the audit trail; a failure makes the request retryable unless it restarted."""
+        """Write the decision to the audit trail, redacted as every output is (a Rollout's or an AnalysisRun's
+        message may hold a URL with a password or a token); a failure makes the request retryable unless it
+        restarted. The outcome returned is the redacted one, which the answer and the logs show."""
+        outcome, context = clean(outcome), clean(context)
         if self.store is None:
             return outcome
         verdict = outcome.verdict

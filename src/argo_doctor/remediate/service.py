@@ -39,6 +39,7 @@ from argo_doctor.errors import ArgoDoctorError, ConfigError
 from argo_doctor.remediate.kube import KubeError
 from argo_doctor.remediate.restarter import Notification, Restarter, Unavailable
 from argo_doctor.remediate.store import AuditStore
+from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
 
 MAX_BODY = 1024 * 1024
@@ -186,6 +187,8 @@ def parse_notification(body: bytes) -> Notification:
         doc = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
         raise _Rejected(400, "bad_request", f"the body is not JSON: {exc}") from None
+    except RecursionError:  # a notification is a flat object; msgspec refuses deep nesting so
+        raise _Rejected(400, "bad_request", "the body is JSON nested too deeply") from None
     if not isinstance(doc, dict):
         raise _Rejected(400, "bad_request", "the body must be a JSON object")
     values: dict[str, str | None] = {}
@@ -210,7 +213,9 @@ def parse_notification(body: bytes) -> Notification:
 
 def _answer(metrics: Metrics, started: float, outcome: str, status: int, body: dict[str, Any],
             note: Notification | None, client: str | None) -> Response:
+    """The HTTP answer and its log line, redacted as every output is (an error may quote what the API answered)."""
     elapsed = time.perf_counter() - started
+    body = clean(body)
     metrics.notifications.labels(outcome).inc()
     if outcome in ("decided", "unavailable"):
         metrics.latency.observe(elapsed)
@@ -233,7 +238,7 @@ class JsonFormatter(logging.Formatter):
         doc.update(getattr(record, "fields", {}))
         if record.exc_info:
             doc["error"] = self.formatException(record.exc_info).splitlines()[-1]
-        return json.dumps(doc, default=str)
+        return json.dumps(clean(json.loads(json.dumps(doc, default=str))))
 
 
 @contextmanager

@@ -604,7 +604,7 @@ def _read_bundle_meta(snap: Snapshot, path: Path, prefix: str) -> None:
         return
     display = prefix + "bundle.yaml"
     reported = len(snap.problems)
-    meta: Any = load_yaml_file(path, display, snap.problems, path.parent)
+    meta: Any = load_yaml_file(path, display, snap.problems, path.parent, unique_keys=True)
     if not isinstance(meta, dict):
         if len(snap.problems) == reported:  # else load_yaml_file said why
             snap.problems.append(Problem(display, "bundle.yaml is not a mapping; ignored"))

@@ -139,7 +139,11 @@ GoResolver.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)
 
 
 class GoConstructor(yaml.constructor.SafeConstructor):
-    """SafeConstructor with go-yaml v2's scalars and sigs.k8s.io/yaml's string keys."""
+    """SafeConstructor with go-yaml v2's scalars and sigs.k8s.io/yaml's string keys; with `unique_keys` a key
+    written twice in one mapping is refused (for argo-doctor's own settings, where the last one silently winning
+    would turn `dryRun: true … dryRun: false` live)."""
+
+    unique_keys = False
 
     def construct_go_number(self, node: ScalarNode) -> Any:
         """A plain scalar starting with a digit, a sign or a dot."""
@@ -176,14 +180,21 @@ class GoConstructor(yaml.constructor.SafeConstructor):
         refused."""
         if not isinstance(node, MappingNode):
             raise ConstructorError(None, None, f"expected a mapping node, but found {node.id}", node.start_mark)
+        written = {id(key_node) for key_node, _ in node.value}
         self.flatten_mapping(node)
         mapping: dict[str, Any] = {}
+        seen: set[str] = set()
         for key_node, value_node in node.value:
             try:
                 key = go_key(self.construct_object(key_node, deep=deep))
             except ConstructorError as exc:
                 raise ConstructorError("while constructing a mapping", node.start_mark, exc.problem,
                                        key_node.start_mark) from exc
+            if id(key_node) in written:  # a key merged in (`<<`) may be written over once
+                if self.unique_keys and key in seen:
+                    raise ConstructorError("while constructing a mapping", node.start_mark,
+                                           f"found duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 

@@ -867,13 +867,21 @@ def _read_yaml(data: bytes, display: str, problems: list[Problem], item_type: It
         problems.append(Problem(f"{display}:1", "no Kubernetes objects in this file"))
 
 
+class _UniqueKeysLoader(_GuardedLoader):
+    """_GuardedLoader that refuses a key written twice in one mapping."""
+
+    unique_keys = True
+
+
 def load_yaml_file(
-    path: Path, display: str, problems: list[Problem], root: Path | None = None, limit: int = MAX_SETTINGS_FILE_BYTES
+    path: Path, display: str, problems: list[Problem], root: Path | None = None, limit: int = MAX_SETTINGS_FILE_BYTES,
+    *, unique_keys: bool = False,
 ) -> Any:
-    """The one YAML document of a settings file (bundle.yaml, clock.yaml, a chart's values.yaml or Chart.yaml),
-    read as a regular file inside `root` with the guards of object files: size, binary content, line length,
-    nesting depth and alias expansion. None when the file is empty, or cannot be used: then `problems` says why
-    (`display:line`)."""
+    """The one YAML document of a settings file (bundle.yaml, clock.yaml, a policy, a chart's values.yaml or
+    Chart.yaml), read as a regular file inside `root` with the guards of object files: size, binary content, line
+    length, nesting depth and alias expansion; with `unique_keys` (argo-doctor's own settings) a key written twice in
+    a mapping is refused, where helm, reading a chart's files, keeps the last. None when the file is empty, or cannot
+    be used: then `problems` says why (`display:line`)."""
     data = _read_guarded(path, display, problems, limit, root)
     if data is None:
         return None
@@ -883,7 +891,7 @@ def load_yaml_file(
                                 f"a line of {long_line[1]:,} bytes, over the limit of {MAX_YAML_LINE_BYTES:,} "
                                 "for one YAML line; skipped"))
         return None
-    loader = _GuardedLoader(data)
+    loader = (_UniqueKeysLoader if unique_keys else _GuardedLoader)(data)
     try:
         node = loader.get_single_node()
         doc = loader.construct_document(node) if node is not None else None
