@@ -1,4 +1,5 @@
-"""A scan killed by SIGTERM, SIGHUP or SIGINT removes its temporary directories before it exits."""
+"""A scan killed by SIGTERM, SIGHUP or SIGINT removes its temporary directories before it exits, a live collection
+stuck in its requests included."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -51,18 +53,63 @@ def test_a_killed_scan_leaves_no_temporary_directory(big_bundle: Path, tmp_path:
     command = [sys.executable, "-c", "from argo_doctor.cli import main; main()", "scan", str(big_bundle),
                "-o", "json"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr = _interrupt(proc, signo, lambda: any(tmpdir.glob("argo-doctor-*/bundle-*/*")),
+                        "the scan never extracted the tarball")  # interrupted while it extracts
+    assert proc.returncode == 128 + signo, stderr.decode()
+    assert list(tmpdir.iterdir()) == []
+
+
+def _interrupt(proc: subprocess.Popen[bytes], signo: signal.Signals, ready: Callable[[], bool], never: str) -> bytes:
+    """Send `signo` once `ready()` holds, while the process still runs; its stderr once it has ended."""
     try:
         deadline = time.monotonic() + 60  # a safety net, not a timing assertion
-        while not any(tmpdir.glob("argo-doctor-*/bundle-*/*")):  # the tarball is being extracted
-            assert proc.poll() is None, "the scan ended before it could be interrupted"
-            assert time.monotonic() < deadline, "the scan never extracted the tarball"
+        while not ready():
+            assert proc.poll() is None, "the process ended before it could be interrupted"
+            assert time.monotonic() < deadline, never
             time.sleep(0.01)
-        assert proc.poll() is None, "the scan ended before it could be interrupted"
+        assert proc.poll() is None, "the process ended before it could be interrupted"
         proc.send_signal(signo)
-        _, stderr = proc.communicate(timeout=120)
+        return proc.communicate(timeout=120)[1]
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+REPO_FLAPPING = Path(__file__).resolve().parents[1] / "examples" / "incidents" / "repo-flapping"
+
+
+@pytest.mark.parametrize("command", ["scan", "collect"])
+@pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_live_collection_stuck_in_requests_ends_on_a_signal_and_leaves_nothing(
+    tmp_path: Path, command: str, signo: signal.Signals
+) -> None:
+    """The API server never answers the log requests: the Secrets are already in the private folder, every thread
+    of the collection waits on the API, and the signal still ends the process, its folder removed."""
+    from tests.live.fakeapi import FakeApiServer, load_bundle, write_kubeconfig
+
+    tmpdir, out = tmp_path / "tmp", tmp_path / "out"
+    tmpdir.mkdir()
+    out.mkdir()
+    objects, logs = load_bundle(REPO_FLAPPING)
+    with FakeApiServer(objects, logs) as api:
+        api.fault(r"/log\?", "hang", seconds=3600, times=-1)
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", {"test": api}, "test")
+        args = ["scan", "--live", "-o", "json"] if command == "scan" else ["collect", "-o", str(out / "b.tar.gz")]
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from argo_doctor.cli import main; main()", *args, "--kubeconfig",
+             str(kubeconfig), "-q"], env={**os.environ, "TMPDIR": str(tmpdir)}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
+        private = tmpdir if command == "scan" else out
+
+        def waiting() -> bool:
+            """Every thread of the collection waits on the API, after the Secrets were written."""
+            if len(api.requests_matching(r"/log\?")) < 8:
+                return False
+            assert list(private.glob("*argo-doctor-*/*/objects/secrets.core/*.json")), "Secrets were read"
+            return True
+
+        stderr = _interrupt(proc, signo, waiting, "the collection never asked for logs")
     assert proc.returncode == 128 + signo, stderr.decode()
     assert list(tmpdir.iterdir()) == []
+    assert list(out.iterdir()) == []

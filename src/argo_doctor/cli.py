@@ -53,6 +53,7 @@ from argo_doctor.report.table import problem_groups
 from argo_doctor.snapshot import Snapshot, gc_paused
 from argo_doctor.sources import bundle, rewrite
 from argo_doctor.sources.audit import AuditFile
+from argo_doctor.sources.files import read_option_file
 from argo_doctor.sources.objects import load_yaml_file
 from argo_doctor.sources.redact import SecretScrubber, clean
 from argo_doctor.timeline import full_timeline, select
@@ -126,17 +127,21 @@ class LiveArgs:
     probe_node_clocks: bool
     audit: tuple[Path, ...]
     quiet: bool
+    timeout: str
 
     def options(self, metrics: bool = False) -> LiveOptions:
-        """The collector's options; ConfigError for a bad --since."""
+        """The collector's options; ConfigError for a bad --since or --timeout."""
         from argo_doctor.sources.live import LiveOptions
         since = parse_go_duration(self.since)
         if since is None or since <= 0:
             raise ConfigError(f"--since {self.since!r} is not a positive duration like 24h or 90m")
         if self.max_log_bytes <= 0:
             raise ConfigError("--max-log-bytes must be positive")
+        deadline = parse_go_duration(self.timeout)
+        if deadline is None or deadline <= 0:
+            raise ConfigError(f"--timeout {self.timeout!r} is not a positive duration like 15m or 1h")
         return LiveOptions(self.namespaces, timedelta(seconds=since), self.max_log_bytes, self.previous,
-                           self.probe_node_clocks, metrics)
+                           self.probe_node_clocks, metrics, deadline=timedelta(seconds=deadline))
 
 
 def _cluster_options(func: F) -> F:
@@ -157,6 +162,9 @@ def _cluster_options(func: F) -> F:
                      help="Measure node clocks through the API server's node proxy (nodes/<node>/proxy/healthz). "
                           "Needs the nodes/proxy permission, which also allows running commands on kubelets: grant "
                           "it only for this. Without it, clocks are estimated from node Leases."),
+        click.option("--timeout", default="15m", show_default=True,
+                     help="Stop reading the cluster after this long (Go duration); what was not read by then is "
+                          "listed in the report."),
         click.option("-q", "--quiet", is_flag=True, help="No progress display while reading the cluster."),
     ]
     for option in reversed(options):
@@ -180,7 +188,7 @@ def _live_args(kwargs: dict[str, Any]) -> LiveArgs:
         live=kwargs.pop("live", True), kubeconfig=kwargs.pop("kubeconfig"), context=kwargs.pop("context"),
         namespaces=kwargs.pop("namespaces"), since=kwargs.pop("since"), max_log_bytes=kwargs.pop("max_log_bytes"),
         previous=kwargs.pop("previous"), probe_node_clocks=kwargs.pop("probe_node_clocks"),
-        audit=kwargs.pop("audit", ()), quiet=kwargs.pop("quiet"),
+        audit=kwargs.pop("audit", ()), quiet=kwargs.pop("quiet"), timeout=kwargs.pop("timeout"),
     )
 
 
@@ -874,7 +882,8 @@ def github_app_check(
     from argo_doctor.report import github as github_report
 
     with _errors_to_exit():
-        result = github_app.check(app_id, installation_id, private_key.read_bytes(), api_url, clock_offset)
+        pem = _option_file(private_key, "--private-key", "private key")
+        result = github_app.check(app_id, installation_id, pem, api_url, clock_offset)
     if output == "json":
         click.echo(encode(github_report.result_json(result)))
     else:
@@ -955,16 +964,24 @@ def fix_rollout_restart(namespace: str, app: str | None, name: str | None, polic
 
 
 MIN_SECRET_BYTES = 16
+MAX_OPTION_FILE_BYTES = 1 << 20
+"""The largest token or key file read (a PEM key is a few KiB)."""
 
 
-def _secret_file(path: Path | None, what: str) -> bytes | None:
+def _option_file(path: Path, option: str, what: str) -> bytes:
+    """The content of the file an option names, by the rule of inputs: a regular file, never a FIFO or a device
+    (which would block or never end); ConfigError, one line, otherwise."""
+    try:
+        return read_option_file(path, MAX_OPTION_FILE_BYTES)
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot read the {what}: {exc.strerror or exc}") from None
+
+
+def _secret_file(path: Path | None, option: str, what: str) -> bytes | None:
     """A token or key from a file, without surrounding whitespace; a placeholder or a short one is refused."""
     if path is None:
         return None
-    try:
-        value = path.read_bytes().strip()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    value = _option_file(path, option, what).strip()
     if len(value) < MIN_SECRET_BYTES or b"REPLACE" in value.upper():
         raise ConfigError(f"{path}: the {what} must be a random value of at least {MIN_SECRET_BYTES} bytes, not a "
                           "placeholder (e.g. `openssl rand -hex 32`)")
@@ -1005,7 +1022,8 @@ def serve(listen: str, policy_file: Path, audit_db: str, token_file: Path | None
     from argo_doctor.remediate.store import open_store
 
     with _errors_to_exit():
-        auth = Auth(_secret_file(token_file, "token"), _secret_file(hmac_secret_file, "HMAC secret"))
+        auth = Auth(_secret_file(token_file, "--token-file", "token"),
+                    _secret_file(hmac_secret_file, "--hmac-secret-file", "HMAC secret"))
         if auth.open and not insecure_no_auth:
             raise ConfigError("refusing to serve without authentication: give --token-file or --hmac-secret-file "
                               "(or --insecure-no-auth for a test)")

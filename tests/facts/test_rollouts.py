@@ -608,3 +608,286 @@ def test_a_refused_analysis_run_list_is_unknown_never_none() -> None:
     v = assess_rollout(rollout, inputs.replicasets, inputs.pods, inputs.analysis_runs)
     assert (v.state, v.reasons) == (RolloutState.UNDETERMINED,
                                     ("missing: the AnalysisRuns of namespace shop (the Rollout uses analysis)",))
+
+
+# -- each pod state on its own, the pod's Ready condition left True as a stale snapshot can show it -----------------
+_CRASH = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container=web"}}
+_EXIT = {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": "2026-11-24T09:00:00Z"}}
+
+
+@pytest.mark.parametrize(("status", "problem"), [
+    ({"containerStatuses": [{"name": "web", "ready": False, "restartCount": 1, "state": _CRASH, "lastState": _EXIT}]},
+     "CrashLoopBackOff (container web, 1 restart, last exit: Error, exit code 1, at 2026-11-24T09:00:00Z)"),
+    ({"containerStatuses": [{"name": "web", "ready": False, "restartCount": 0,
+                             "state": {"waiting": {"reason": "ContainerCreating"}}}]},
+     "ContainerCreating (container web)"),
+    ({"containerStatuses": [{"name": "web", "ready": False, "restartCount": 0,
+                             "state": {"waiting": {"message": "pulling"}}}]}, "Waiting (container web): pulling"),
+    ({"containerStatuses": [{"name": "web", "ready": False, "restartCount": 2, "lastState": _EXIT, "state": {
+        "waiting": {"reason": "CreateContainerConfigError", "message": 'secret "db" not found'}}}]},
+     'CreateContainerConfigError (container web): secret "db" not found (last exit: Error, exit code 1, at '
+     "2026-11-24T09:00:00Z)"),
+    ({"containerStatuses": [{"name": "web", "ready": False, "restartCount": 0, "state": {
+        "terminated": {"exitCode": 0, "reason": "Completed"}}}]}, "Completed (container web), exit code 0"),
+    ({"containerStatuses": [{"name": "web", "ready": False, "restartCount": 0, "state": {
+        "terminated": {"exitCode": 2, "message": " disk full\n"}}}]},
+     "Terminated (container web), exit code 2: disk full"),
+    ({"initContainerStatuses": [{"name": "migrate", "ready": False, "restartCount": 0, "state": {
+        "terminated": {"exitCode": 3, "reason": "Error"}}}]}, "Error (init container migrate), exit code 3"),
+    ({"initContainerStatuses": [{"name": "migrate", "ready": False, "restartCount": 0,
+                                 "state": {"running": {"startedAt": "2026-11-24T08:00:00Z"}}}]},
+     "init container migrate has not completed"),
+    ({"phase": "Pending"}, "Pending (no container is running yet)"),
+    ({"phase": "Succeeded"}, "Succeeded: its containers exited"),
+    ({"phase": "Failed"}, "Failed"),
+    ({"phase": "Failed", "reason": "Evicted"}, "Failed: Evicted"),
+    ({"conditions": [{"type": "PodScheduled", "status": "False", "message": "0/3 nodes are available"}],
+      "phase": "Pending"}, "Unschedulable: 0/3 nodes are available"),
+    ({"conditions": [{"type": "Ready", "status": "False"}]}, "Running but not Ready: its Ready condition is False"),
+    ({"conditions": [], "containerStatuses": [{"name": "web", "ready": False, "state": {"running": {}}},
+                                              {"name": "proxy", "ready": True, "state": {"running": {}}}]},
+     "Running but not Ready: its Ready condition is False"),
+    ({"conditions": [], "containerStatuses": []}, "Running but not Ready: its Ready condition is False"),
+])
+def test_each_pod_problem_is_a_real_reason_even_beside_a_stale_ready_condition(status: Raw, problem: str) -> None:
+    """A pod problem dropped would leave every pod ready and the Rollout STUCK: a restart it must not get."""
+    rollout, rss, pods, runs = namespace("shop")
+    pod = pods[0]
+    pod["status"].update(status)
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.DEGRADED, v.reasons
+    assert v.summary == f"Degraded (ProgressDeadlineExceeded): pod {pod['metadata']['name']}: {problem}"
+
+
+@pytest.mark.parametrize("status", [
+    {"initContainerStatuses": [{"name": "migrate", "ready": True, "restartCount": 0,
+                                "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]},
+    {"initContainerStatuses": [{"name": "sidecar", "ready": True, "restartCount": 0, "state": {"running": {}}}]},
+    {"conditions": [], "containerStatuses": [{"name": "web", "ready": True, "state": {"running": {}}}]},
+    {"conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]},
+])
+def test_pod_states_that_are_no_problem(status: Raw) -> None:
+    """A completed init container, a running native sidecar (an init container that is ready), every container
+    ready without a Ready condition: none of them is a reason."""
+    rollout, rss, pods, runs = namespace("shop")
+    pods[0]["status"].update(status)
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.STUCK
+
+
+def _restart_at(pods: list[Raw], finished: str, count: int = 1) -> None:
+    container = pods[0]["status"]["containerStatuses"][0]
+    container["restartCount"] = count
+    container["lastState"] = {"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": finished}}
+
+
+@pytest.mark.parametrize(("finished", "count", "state"), [
+    ("2026-11-24T08:06:00Z", 1, RolloutState.UNDETERMINED),  # the first instant of the window
+    ("2026-11-24T08:16:00Z", 1, RolloutState.UNDETERMINED),  # the last
+    ("2026-11-24T08:05:59Z", 1, RolloutState.STUCK),
+    ("2026-11-24T08:16:01Z", 1, RolloutState.STUCK),
+    ("2026-11-24T08:10:00Z", 0, RolloutState.STUCK),  # a last state without a restart count is no restart
+])
+def test_the_progress_window_includes_both_ends(finished: str, count: int, state: RolloutState) -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    _restart_at(pods, finished, count)
+    assert assess_rollout(rollout, rss, pods, runs).state == state
+
+
+def test_the_window_ends_at_the_last_update_not_the_first_transition() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    progressing = rollout["status"]["conditions"][-1]
+    progressing["lastTransitionTime"] = "2026-11-24T05:00:00Z"
+    _restart_at(pods, "2026-11-24T08:10:00Z")
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.UNDETERMINED and "restarted 1 time (last exit: OOMKilled" in v.summary
+    del progressing["lastUpdateTime"]  # then the transition sets the window: 08:10 is outside [04:50, 05:00]
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.STUCK
+
+
+@pytest.mark.parametrize("deadline", [None, 2**62, 0, -(2**62)])
+def test_a_window_without_bounds_counts_every_restart(deadline: int | None) -> None:
+    """No time on the Progressing condition, a deadline past what a timedelta holds, or one the controller rejects:
+    a restart of any time before the deadline passed counts."""
+    rollout, rss, pods, runs = namespace("shop")
+    progressing = rollout["status"]["conditions"][-1]
+    if deadline is None:
+        del progressing["lastUpdateTime"], progressing["lastTransitionTime"]
+    else:
+        rollout["spec"]["progressDeadlineSeconds"] = deadline
+    _restart_at(pods, "2020-01-01T00:00:00Z")
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.UNDETERMINED and "restarted 1 time" in v.summary
+
+
+def test_objects_are_the_rollouts_by_owner_uid_when_both_have_one() -> None:
+    """A Rollout deleted and created again under the same name: the old one's ReplicaSets are not its own."""
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["metadata"]["uid"] = "0f0f0f0f-0000-4000-8000-00000000000a"
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert (v.state, v.reasons) == (RolloutState.UNDETERMINED, ("missing: the ReplicaSet of pod hash 6d4b9c7f58",))
+    for rs in rss:
+        del rs["metadata"]["ownerReferences"][0]["uid"]  # without a uid on the reference, the name decides
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.STUCK
+    for rs in rss:
+        rs["metadata"]["ownerReferences"][0]["kind"] = "Deployment"
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.UNDETERMINED
+
+
+def test_objects_without_owner_references_are_judged_by_their_label() -> None:
+    """Exports that strip ownerReferences: the hash label and the namespace still pick the current objects."""
+    rollout, rss, pods, runs = namespace("shop")
+    for obj in rss + pods:
+        del obj["metadata"]["ownerReferences"]
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.STUCK
+    pods[1]["status"]["phase"] = "Failed"
+    pods.pop(2)
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.DEGRADED and v.reasons[0].endswith(": Failed")
+
+
+def test_the_same_rollout_in_another_namespace_is_not_judged_with_this_one() -> None:
+    """Staging and production from the same manifests share the pod hash and the ReplicaSet's name."""
+    rollout, rss, pods, runs = namespace("shop")
+    staging = copy.deepcopy(pods)
+    for pod in staging:
+        pod["metadata"]["namespace"] = "shop-staging"
+        pod["status"]["phase"] = "Pending"
+    v = assess_rollout(rollout, rss, pods + staging, runs)
+    assert v.state == RolloutState.STUCK and len(v.pods) == 3
+    foreign = copy.deepcopy(pods[0])  # a pod of another template in the namespace, unowned
+    foreign["metadata"].update(name="batch-1", labels={"rollouts-pod-template-hash": "other"})
+    del foreign["metadata"]["ownerReferences"]
+    foreign["status"]["phase"] = "Pending"
+    assert assess_rollout(rollout, rss, [*pods, foreign], runs).state == RolloutState.STUCK
+
+
+def test_a_missing_current_replicaset_is_named_and_never_stuck() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    rss = [r for r in rss if r["metadata"]["name"] != "web-6d4b9c7f58"]
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert (v.state, v.reasons) == (RolloutState.UNDETERMINED, ("missing: the ReplicaSet of pod hash 6d4b9c7f58",))
+    assert len(v.pods) == 3  # the pods of the hash are still shown
+
+
+def test_fewer_pods_than_desired_is_real_when_the_replicaset_has_fewer_too() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    current = next(r for r in rss if r["metadata"]["name"] == "web-6d4b9c7f58")
+    current["status"].update(replicas=2, readyReplicas=2, availableReplicas=2)
+    v = assess_rollout(rollout, rss, pods[:2], runs)
+    assert v.state == RolloutState.DEGRADED
+    assert v.reasons == ("only 2 of 3 pods of ReplicaSet web-6d4b9c7f58 exist and are ready (the ReplicaSet has 2)",)
+
+
+def test_a_replicaset_without_replicas_wants_one() -> None:
+    rollout, rss, pods, runs = namespace("search")
+    for rs in rss:
+        rs["spec"].pop("replicas", None)
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.STUCK
+
+
+def test_a_single_replica_replaced_after_an_eviction_is_stuck_and_said_in_the_singular() -> None:
+    rollout, rss, pods, runs = namespace("search")
+    (pod,) = [p for p in pods if p["metadata"]["labels"].get("rollouts-pod-template-hash") == rollout["status"][
+        "currentPodHash"]]
+    v = assess_rollout(rollout, rss, [*pods, _evicted(pod)], runs)
+    assert v.state == RolloutState.STUCK
+    assert v.summary.endswith(f"although the only pod of ReplicaSet {v.pods[0].name.rsplit('-', 1)[0]} is ready and "
+                              "available")
+
+
+def test_degraded_is_read_from_the_conditions_only_for_its_reasons() -> None:
+    rollout, rss, pods, runs = namespace("news")
+    del rollout["status"]["phase"]
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.NOT_DEGRADED
+    rollout["status"]["phase"] = "Progressing"
+    rollout["status"]["message"] = "more replicas need to be updated"
+    assert assess_rollout(rollout, rss, pods, runs).summary == "Progressing: more replicas need to be updated"
+
+
+def test_an_invalid_spec_condition_is_a_reason_whatever_the_message() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["status"]["conditions"].append({"type": "InvalidSpec", "status": "True", "reason": "InvalidSpec",
+                                            "message": "The Rollout \"web\" is invalid: spec.strategy: Required"})
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.DEGRADED
+    assert v.summary == 'Degraded: InvalidSpec: The Rollout "web" is invalid: spec.strategy: Required'
+
+
+def test_an_abort_says_what_aborted_it() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["status"].update(abort=True, abortedAt="2026-11-24T09:00:00Z")
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.summary == ('Degraded: aborted at 2026-11-24T09:00:00Z (RolloutAborted: ReplicaSet "web-6d4b9c7f58" has '
+                         "timed out progressing.)")
+    rollout["status"]["message"] = "RolloutAborted: Rollout aborted update to revision 9"
+    assert assess_rollout(rollout, rss, pods, runs).summary == (
+        "Degraded: aborted at 2026-11-24T09:00:00Z (RolloutAborted: Rollout aborted update to revision 9)")
+
+
+def test_an_abort_shown_by_the_condition_alone_is_lifted_by_a_cleared_flag() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    progressing = rollout["status"]["conditions"][-1]
+    progressing.update(reason="RolloutAborted", message="Rollout aborted update to revision 9")
+    rollout["status"]["abort"] = False
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.UNDETERMINED and v.summary.startswith(
+        "Degraded (RolloutAborted) but a retry is pending: status.abort was cleared")
+
+
+def test_a_cleared_abort_flag_on_a_rollout_never_aborted_changes_nothing() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["status"]["abort"] = False
+    assert assess_rollout(rollout, rss, pods, runs).state == RolloutState.STUCK
+
+
+def test_a_controller_pause_names_its_reason_and_time() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["status"]["pauseConditions"] = [{"reason": "CanaryPauseStep", "startTime": "2026-11-24T09:00:00Z"}]
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.DEGRADED and v.summary == (
+        "Degraded: paused by the controller (CanaryPauseStep since 2026-11-24T09:00:00Z): it waits to be promoted or "
+        "resumed")
+
+
+def test_only_the_analysis_runs_the_status_names_are_current() -> None:
+    """An old failed run of the same pod hash (before a retry) is history when the status names a newer one."""
+    rollout, rss, pods, _ = namespace("shop")
+    old, current = _background_run(rollout, "Failed"), _background_run(rollout, "Successful")
+    old["metadata"]["name"], current["metadata"]["name"] = "web-6d4b9c7f58-3", "web-6d4b9c7f58-4"
+    rollout["status"]["canary"]["currentBackgroundAnalysisRunStatus"] = {"name": "web-6d4b9c7f58-4",
+                                                                         "status": "Successful"}
+    assert assess_rollout(rollout, rss, pods, [old, current]).state == RolloutState.STUCK
+
+
+def test_a_running_analysis_the_status_does_not_name_is_still_mid_analysis() -> None:
+    rollout, rss, pods, _ = namespace("shop")
+    run = _background_run(rollout, "Running")
+    rollout["status"]["canary"].pop("currentBackgroundAnalysisRunStatus", None)
+    v = assess_rollout(rollout, rss, pods, [run])
+    assert v.state == RolloutState.UNDETERMINED and "is Running: the Rollout is mid-analysis" in v.summary
+
+
+def test_a_blue_green_update_under_way_is_named_so() -> None:
+    rollout, rss, pods, runs = namespace("billing")
+    rollout["status"]["stableRS"] = "0000000000"
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.state == RolloutState.UNDETERMINED
+    assert v.summary.startswith("Degraded (ProgressDeadlineExceeded) but a blue-green update is under way: stable "
+                                f"ReplicaSet {rollout['metadata']['name']}-0000000000 still serves")
+
+
+def test_the_first_step_counts_as_a_step() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["status"]["currentStepIndex"] = 1  # pause
+    assert "it is at step 1 of 4 (pause)" in assess_rollout(rollout, rss, pods, runs).summary
+    rollout["spec"]["strategy"]["canary"]["steps"].insert(0, {"pause": {}})
+    rollout["status"]["currentStepIndex"] = 0
+    assert "it is at step 0 of 5 (pause)" in assess_rollout(rollout, rss, pods, runs).summary
+
+
+def test_an_observed_generation_of_zero_is_behind() -> None:
+    rollout, rss, pods, runs = namespace("shop")
+    rollout["status"]["observedGeneration"] = "0"
+    v = assess_rollout(rollout, rss, pods, runs)
+    assert v.summary == ("Degraded (ProgressDeadlineExceeded) but the controller has not yet observed generation 14 "
+                         "of the Rollout (observed 0): its status may be stale")

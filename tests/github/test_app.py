@@ -10,6 +10,7 @@ from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import jwt
 import pytest
 from click.testing import CliRunner
@@ -195,3 +196,24 @@ def test_verdicts_over_an_uncertain_offset() -> None:
     assert verdicts(-188, -186) == {Verdict.EXPIRED}
     assert verdicts(-91, -89) == {Verdict.EXPIRED, Verdict.ACCEPTED}
     assert verdicts(-1, 1) == {Verdict.ACCEPTED}
+
+
+def _endless() -> Iterator[bytes]:
+    yield b'{"message": "'
+    while True:
+        yield b"x" * 65536
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b"[" * 300_000 + b"]" * 300_000, "[" * 300),  # too deep to decode: its first 300 bytes, as for any non-JSON
+    (None, None),  # a server that never stops: read up to the cap, then not JSON
+])
+def test_a_hostile_api_url_answer_is_bounded(body: bytes | None, message: str | None) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(403, content=_endless() if body is None else body)
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        result = github_app.check(APP_ID, INSTALLATION, PEM, "https://ghe.example.com/api/v3", client=client)
+    assert result.status == 403 and result.error is None
+    expected = message if message is not None else '{"message": "' + "x" * 287
+    assert result.github_message == expected

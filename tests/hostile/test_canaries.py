@@ -2,11 +2,12 @@
 terminal control sequence from the input reaches a human-oriented format.
 
 A bundle is generated with one distinct canary per input place (Secret data and stringData,
-registry credentials, private keys, ConfigMaps, annotations, Application helm values and
-parameters, repository URLs, env, Events, Workflow and Pod status messages, audit request and
-response objects, logs in `kubectl logs --timestamps`, logrus text and logrus JSON form), with
-failing workloads so that findings, evidence and the timeline cite those places. Every command
-runs in every format; neither a canary nor its base64 may appear in stdout or stderr.
+registry credentials, a cluster Secret's `config`, private keys, ConfigMaps, a Notifications Slack
+webhook, annotations, Application helm values and parameters, repository URLs, env, Events, Workflow
+and Pod status messages, audit request and response objects, logs in `kubectl logs --timestamps`,
+logrus text and logrus JSON form, in colour, URL-encoded, in a DSN or a command line), with failing
+workloads so that findings, evidence, the timeline and the map cite those places. Every command runs
+in every format; neither a canary nor its base64 or URL-encoded form may appear in stdout or stderr.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import yaml
@@ -32,6 +34,7 @@ PLACES = (
     "pod-status", "sync-result", "audit-request", "audit-response", "audit-uri", "log-timestamps",
     "logrus-escaped-json", "logrus-json-authorization", "url-password-slash", "client-secret",
     "pem-log-line", "pem-log-last", "aws-secret", "manager", "chart-values", "values-file", "repo-chart-values",
+    "ansi-secret", "ansi-password", "cluster-bearer", "url-encoded", "dsn", "cli-flag", "slack-url",
 )
 
 
@@ -49,6 +52,7 @@ CANARY["aws-secret"] = "Cn29wJalrXUtnFEMIK7MDENGbPxRfiCYCANARY0K"  # 40 characte
 CANARY["tls-key-line"] = base64.b64encode(bytes(range(7, 55))).decode()  # a 64-character PEM body line
 CANARY["pem-log-line"] = base64.b64encode(bytes(range(100, 148))).decode()
 CANARY["pem-log-last"] = base64.b64encode(bytes(range(200, 218))).decode()  # a last, shorter body line
+CANARY["url-encoded"] = CANARY["url-encoded"] + "/+&"  # a value that a URL writes otherwise
 C = CANARY
 ESCAPES = ("\x1b]0;pwned-title\x07", "\x1b[2J", "\x1b]52;c;Y2xpcGJvYXJk\x07", "\x9b31m", "\r")
 AKIA = "AKIAIOSFODNN7EXAMPLE"
@@ -74,7 +78,7 @@ def meta(name: str, namespace: str = "", **extra: Any) -> dict[str, Any]:
 
 
 def secrets() -> list[dict[str, Any]]:
-    """Opaque, registry, repository and TLS Secrets."""
+    """Opaque, registry, repository, cluster and TLS Secrets."""
     docker = {"auths": {"registry.example.com": {
         "username": "robot", "password": C["docker-password"], "auth": b64("robot:" + C["docker-password"]),
     }}}
@@ -89,6 +93,12 @@ def secrets() -> list[dict[str, Any]]:
          "metadata": meta("repo-payments", "argocd", labels={"argocd.argoproj.io/secret-type": "repository"}),
          "data": {"url": b64("https://git.example.com/acme/payments.git"), "username": b64("deploy"),
                   "password": b64(C["repo-password"])}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": meta("payments-ledger", "payments"), "type": "Opaque",
+         "data": {"password": b64(C["ansi-secret"]), "api-key": b64(C["url-encoded"])}},
+        {"apiVersion": "v1", "kind": "Secret",
+         "metadata": meta("cluster-prod", "argocd", labels={"argocd.argoproj.io/secret-type": "cluster"}),
+         "data": {"name": b64("prod"), "server": b64("https://prod.example.com:6443"), "config": b64(json.dumps({
+             "bearerToken": C["cluster-bearer"], "tlsClientConfig": {"insecure": False}}))}},
         {"apiVersion": "v1", "kind": "Secret", "metadata": meta("payments-tls", "payments"),
          "type": "kubernetes.io/tls",
          "data": {"tls.crt": b64("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
@@ -97,13 +107,22 @@ def secrets() -> list[dict[str, Any]]:
 
 
 def config_maps() -> list[dict[str, Any]]:
-    """argocd-cm with a Dex connector secret, and an application ConfigMap holding a password."""
+    """argocd-cm with a Dex connector secret, argocd-notifications-cm with a Slack webhook, and an application
+    ConfigMap holding a password."""
     dex = ("connectors:\n- type: github\n  id: github\n  name: GitHub\n  config:\n    clientID: 0a1b2c3d\n"
            f"    clientSecret: {C['dex-client-secret']}\n")
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": meta("argocd-cm", "argocd", labels={"app.kubernetes.io/part-of": "argocd"}),
          "data": {"url": "https://argocd.example.com", "dex.config": dex}},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": meta("argocd-notifications-cm", "argocd", labels={"app.kubernetes.io/part-of": "argocd"}),
+         "data": {"service.webhook.slack-alerts": "url: https://hooks.slack.com/services/T0ACME01/B0ACME02/"
+                                                  f"{C['slack-url']}\nheaders:\n- name: Content-Type\n"
+                                                  "  value: application/json\n",
+                  "trigger.on-sync-failed": "- when: app.status.operationState.phase in ['Error', 'Failed']\n"
+                                            "  send: [app-sync-failed]\n",
+                  "subscriptions": "- recipients: [slack-alerts]\n  triggers: [on-sync-failed]\n"}},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("payments-api-config", "payments"),
          "data": {"DB_HOST": "payments-db", "DB_PASSWORD": C["configmap"]}},
     ]
@@ -159,6 +178,8 @@ def application() -> dict[str, Any]:
 
 
 POD_NAMES = ("payments-api-7c9d8f6b5d-a1b2c", "payments-api-7c9d8f6b5d-d3e4f", "payments-api-7c9d8f6b5d-g5h6i")
+SIDECARS = ("ledger", "proxy", "webhook")
+"""A second container of each crash-looping pod, whose previous log is cited too."""
 
 
 def workloads() -> list[dict[str, Any]]:
@@ -187,8 +208,7 @@ def workloads() -> list[dict[str, Any]]:
                  "controller": True, "uid": replica_set["metadata"]["uid"]}]
     pods = []
     for index, name in enumerate(POD_NAMES):
-        containers = [container, {"name": "proxy", "image": "registry.example.com/proxy:2"}] if index == 1 else [
-            container]
+        containers = [container, {"name": SIDECARS[index], "image": f"registry.example.com/{SIDECARS[index]}:2"}]
         statuses = [{
             "name": c["name"], "ready": False, "restartCount": 7, "image": c["image"],
             "state": {"waiting": {"reason": "CrashLoopBackOff",
@@ -221,7 +241,18 @@ def workloads() -> list[dict[str, Any]]:
                                      "message": f"fatal: Authorization: Token {C['pod-terminated']}"}},
         }]},
     })
-    return [deployment, replica_set, *pods]
+    notified = {"app.kubernetes.io/name": "argocd-notifications-controller"}
+    notifications = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": meta("argocd-notifications-controller", "argocd", labels=notified),
+        "spec": {"replicas": 1, "selector": {"matchLabels": notified},
+                 "template": {"metadata": {"labels": notified},
+                              "spec": {"containers": [{"name": "argocd-notifications-controller",
+                                                       "image": "quay.io/argoproj/argocd:v2.10.9",
+                                                       "args": ["/usr/local/bin/argocd-notifications"]}]}}},
+        "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
+    }
+    return [deployment, replica_set, *pods, notifications]
 
 
 def events() -> list[dict[str, Any]]:
@@ -295,6 +326,16 @@ def log_lines() -> dict[str, list[str]]:
             f'https://deploy:ab/{C["url-password-slash"]}@git.example.com/acme/payments.git"',
             f'time="2026-11-20T14:50:03Z" level=error msg="token exchange failed" client_secret={C["client-secret"]}',
             f'time="2026-11-20T14:50:04Z" level=fatal msg="docker auth {b64("robot:" + C["docker-password"])}"',
+        ],
+        f"payments/{pods[0]}/ledger.previous.log": [
+            f"2026-11-20T14:50:05.000000000Z db: retry as payments_app with \x1b[31m{C['ansi-secret']}\x1b[0m",
+            f"2026-11-20T14:50:05.100000000Z db: connecting with \x1b[33mpassword\x1b[0m={C['ansi-password']}",
+            f"2026-11-20T14:50:05.200000000Z cluster: token {C['cluster-bearer']} rejected by prod.example.com:6443",
+        ],
+        f"payments/{pods[2]}/webhook.previous.log": [
+            f"2026-11-20T14:50:06.000000000Z webhook: GET /v1/keys/{quote(C['url-encoded'], safe='')} returned 404",
+            f"2026-11-20T14:50:06.100000000Z [mysql] dsn=payments_app:{C['dsn']}@tcp(mysql.payments:3306)/ledger",
+            f"2026-11-20T14:50:06.200000000Z exec: argocd login argocd.example.com --password {C['cli-flag']} --sso",
         ],
         f"payments/{pods[2]}/api.previous.log": [
             "2026-11-20T14:50:03.000000000Z panic: cannot parse key:",
@@ -414,11 +455,14 @@ def commands(bundle: Path, chart: Path) -> Iterator[tuple[str, ...]]:
     for output in ("table", "json", "sarif"):
         yield ("helm-check", str(chart), "-o", output)
         yield ("helm-check", str(chart), "-f", values, "-o", output)
+    for output in ("table", "json", "mermaid", "dot", "sarif"):
+        yield ("map", str(bundle), "-o", output)
 
 
 def leaks(text: str) -> list[str]:
-    """The places whose canary, or the canary's base64, is in the text."""
-    return sorted(place for place, value in CANARY.items() if value in text or b64(value) in text)
+    """The places whose canary, its base64 or its URL-encoded form is in the text."""
+    return sorted(place for place, value in CANARY.items()
+                  if value in text or b64(value) in text or quote(value, safe="") in text)
 
 
 @pytest.fixture(scope="module")
@@ -440,7 +484,10 @@ def test_the_canaries_were_reached(outputs: dict[tuple[str, ...], tuple[str, str
                    '\\"password\\":\\"<redacted>\\"', "Authorization: Token <redacted>",
                    "<redacted aws key id> <redacted aws secret>", ":<redacted>@git.example.com/acme/payments.git",
                    "client_secret=<redacted>", "<redacted base64>", "<redacted private key>",
-                   "Authorization: Bearer <redacted>", "docker auth <redacted secret value>"):
+                   "Authorization: Bearer <redacted>", "docker auth <redacted secret value>",
+                   "with \x1b[31m<redacted secret value>\x1b[0m", "connecting with password=<redacted>",
+                   "cluster: token <redacted secret value> rejected", "GET /v1/keys/<redacted secret value> returned",
+                   ":<redacted>@tcp(mysql.payments:3306)/ledger", "--password <redacted> --sso"):
         assert any(needle in e for e in excerpts), needle
     timeline = json.loads(outputs[("timeline", str(bundle), "-o", "json")][0])
     texts = [e["excerpt"] for e in timeline["timeline"]]
@@ -455,6 +502,9 @@ def test_the_canaries_were_reached(outputs: dict[tuple[str, ...], tuple[str, str
     assert "token=<redacted>" in messages["ledger-export-x9z"]
     deprecations = json.loads(outputs[("deprecations", str(bundle), "-o", "json")][0])
     assert any("--token=<redacted>" in use["how"] for use in deprecations["uses"])
+    installed = json.loads(outputs[("map", str(bundle), "-o", "json")][0])
+    apis = [i["api"] for c in installed["components"] for i in c["integrations"]]
+    assert "webhook https://hooks.slack.com/services/<redacted>" in apis
 
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -8,7 +8,9 @@ JSON and, for built-in kinds, strategic merge patches; optimistic concurrency on
 the real 409 Conflict) and POST create of namespaced and cluster objects (Events in particular). Every request is
 recorded with its body, and `fault()` injects failures into chosen requests (optionally of one method only):
 a Status (403, 409, 429 with Retry-After, 500...), a 410 Expired on a later page of a list, a connection reset, a
-hang, or an HTML page from a "proxy". `on_write()` hooks a callback, e.g. a simulated controller, after each write;
+hang, an HTML page from a "proxy", and the behaviours of a broken or hostile server: a body sent a byte at a time,
+a canned body (a page too large, a gzip bomb, JSON nested too deep), a list whose continue token never ends, and a
+log that ignores `limitBytes`. `on_write()` hooks a callback, e.g. a simulated controller, after each write;
 `set_status()` writes an object's status as a controller would. Helpers build the objects and logs of a bundle
 directory (`load_bundle`), a kubeconfig (`write_kubeconfig`), an in-cluster service account mount
 (`service_account_dir`) and a large synthetic Argo CD installation (`synthetic_installation`).
@@ -51,6 +53,7 @@ import base64
 import bisect
 import calendar
 import contextlib
+import dataclasses
 import datetime as dt
 import gc
 import ipaddress
@@ -74,7 +77,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 import msgspec
@@ -103,7 +106,10 @@ __all__ = [
 Obj = dict[str, Any]
 LogKey = tuple[str, str, str, bool]
 """(namespace, pod, container, previous)."""
-FaultKind = Literal["status", "gone", "reset", "hang", "html"]
+FaultKind = Literal["status", "gone", "reset", "hang", "html", "drip", "body", "loop", "nolimit"]
+_FAULT_KINDS = get_args(FaultKind)
+_MODIFIERS = ("hang", "drip", "nolimit")
+"""Fault kinds that change how the normal answer is given rather than replace it."""
 
 DEFAULT_VERSION: dict[str, str] = {
     "major": "1",
@@ -354,6 +360,10 @@ class Fault:
     message: str | None = None
     fired: int = 0
     method: str | None = None
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    token: str | None = None
 
     @property
     def active(self) -> bool:
@@ -368,6 +378,8 @@ class _Response:
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
     date: str | None = None
+    drip: float = 0.0
+    """Seconds between the bytes of the body (0: all at once)."""
 
 
 _RESET = _Response(0, b"")
@@ -1356,7 +1368,9 @@ class FakeApiServer:
 
     def fault(self, pattern: str, kind: FaultKind, *, times: int = 1, status: int | None = None,
               retry_after: float | None = None, after_pages: int = 0, seconds: float = 0.0,
-              message: str | None = None, method: str | None = None) -> Fault:
+              message: str | None = None, method: str | None = None, body: bytes = b"",
+              content_type: str = "application/json", headers: Mapping[str, str] | None = None,
+              token: str | None = None) -> Fault:
         """Inject a failure into the next `times` requests (-1: all) whose `path?query` matches `pattern` and, when
         `method` is given ("PATCH", "POST", "GET"...), whose method is that one.
 
@@ -1367,12 +1381,20 @@ class FakeApiServer:
         "reset" (close the connection with a TCP RST, no answer; a write is not applied),
         "hang" (wait `seconds`, then answer normally: a write is applied after the wait, even when the client has
         given up by then, as a slow API server would),
-        "html" (an HTML page with status 200 unless `status` is given, as a proxy in front of the API would).
+        "html" (an HTML page with status 200 unless `status` is given, as a proxy in front of the API would),
+        "drip" (answer normally, headers at once, then the body one byte every `seconds`: a read timeout never
+        fires),
+        "body" (answer `body` as it is, with `status` (200), `content_type` and `headers`, e.g. Content-Encoding),
+        "loop" (a list's first page whose continue token is `token` every time, or a new one each time when None:
+        the list never ends),
+        "nolimit" (answer a log as if `limitBytes` had not been given).
+        A "hang", "drip" or "nolimit" fault changes the answer another fault, or the server, gives.
         """
-        if kind not in ("status", "gone", "reset", "hang", "html"):
+        if kind not in _FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}")
         fault = Fault(re.compile(pattern), kind, times, status, retry_after, after_pages, seconds, message,
-                      method=method.upper() if method else None)
+                      method=method.upper() if method else None, body=body, content_type=content_type,
+                      headers=dict(headers or {}), token=token)
         with self._lock:
             self._faults.append(fault)
         return fault
@@ -1397,7 +1419,7 @@ class FakeApiServer:
             handler.close_connection = True
             return
         try:
-            _write(handler, response, head=method == "HEAD")
+            _write(handler, response, head=method == "HEAD", stopping=self._stopping)
         except OSError:
             handler.close_connection = True
 
@@ -1414,15 +1436,24 @@ class FakeApiServer:
         state = self._state
         route = _route(state, segments)
 
-        hangs, fault = self._take_faults(request, route)
-        for hang in hangs:
+        modifiers, fault = self._take_faults(request, route)
+        kinds = {m.kind: m for m in modifiers}
+        for hang in (m for m in modifiers if m.kind == "hang"):
             self._stopping.wait(hang.seconds)
+        if "nolimit" in kinds:
+            request = dataclasses.replace(request, query={k: v for k, v in query.items() if k != "limitBytes"})
+        response = self._answer(request, route, state, fault)
+        if "drip" in kinds and response is not _RESET:
+            response.drip = kinds["drip"].seconds
+        return response
+
+    def _answer(self, request: Request, route: _Route, state: _State, fault: Fault | None) -> _Response:
         if fault is not None:
             return self._fault_response(fault, request, route, state)
-        if headers.get("authorization") != f"Bearer {self.token}":
+        if request.headers.get("authorization") != f"Bearer {self.token}":
             return _status(401, "Unauthorized")
-        if method not in ("GET", "HEAD"):
-            if self.writable and method in ("PATCH", "POST"):
+        if request.method not in ("GET", "HEAD"):
+            if self.writable and request.method in ("PATCH", "POST"):
                 return self._serve_write(request, route)
             return _status(405)
         return self._serve(request, route, state)
@@ -1559,7 +1590,7 @@ class FakeApiServer:
 
     def _take_faults(self, request: Request, route: _Route) -> tuple[list[Fault], Fault | None]:
         texts = _match_texts(request)
-        hangs = []
+        modifiers = []
         with self._lock:
             for fault in self._faults:
                 if (not fault.active or fault.method not in (None, request.method)
@@ -1573,11 +1604,11 @@ class FakeApiServer:
                     if page is None or page <= fault.after_pages:
                         continue
                 fault.fired += 1
-                if fault.kind == "hang":
-                    hangs.append(fault)
+                if fault.kind in _MODIFIERS:
+                    modifiers.append(fault)
                     continue
-                return hangs, fault
-        return hangs, None
+                return modifiers, fault
+        return modifiers, None
 
     def _fault_response(self, fault: Fault, request: Request, route: _Route, state: _State) -> _Response:
         if fault.kind == "reset":
@@ -1585,6 +1616,14 @@ class FakeApiServer:
         if fault.kind == "html":
             code = fault.status or 200
             return _Response(code, _html_page(code), "text/html; charset=utf-8", {"Server": "nginx"})
+        if fault.kind == "body":
+            return _Response(fault.status or 200, fault.body, fault.content_type, dict(fault.headers))
+        if fault.kind == "loop":
+            first = self._list(dataclasses.replace(request, query={
+                k: v for k, v in request.query.items() if k != "continue"}), route, state)
+            page = json.loads(first.body)
+            page["metadata"]["continue"] = fault.token or secrets.token_urlsafe(12)
+            return _json(200, page)
         if fault.kind == "gone":
             token = _decode_continue(request.query["continue"])
             fresh = _encode_continue(_Token(-1, token.start, token.page, token.resource))
@@ -1906,7 +1945,7 @@ _FLOW_SCHEMA = str(uuid.uuid4())
 _PRIORITY_LEVEL = str(uuid.uuid4())
 
 
-def _write(handler: _Handler, response: _Response, *, head: bool) -> None:
+def _write(handler: _Handler, response: _Response, *, head: bool, stopping: threading.Event) -> None:
     headers = [("Audit-Id", str(uuid.uuid4())), ("Cache-Control", "no-cache, private"),
                ("Content-Type", response.content_type), ("Date", response.date or formatdate(usegmt=True))]
     if response.content_type == "application/json":
@@ -1919,8 +1958,17 @@ def _write(handler: _Handler, response: _Response, *, head: bool) -> None:
     lines = [f"HTTP/1.1 {response.status} {_phrase(response.status)}\r\n"]
     lines += [f"{name}: {value}\r\n" for name, value in headers]
     lines.append("\r\n")
-    handler.wfile.write("".join(lines).encode("latin-1") + (b"" if head else response.body))
+    if not response.drip or head:
+        handler.wfile.write("".join(lines).encode("latin-1") + (b"" if head else response.body))
+        handler.wfile.flush()
+        return
+    handler.wfile.write("".join(lines).encode("latin-1"))
     handler.wfile.flush()
+    for at in range(len(response.body)):
+        if stopping.wait(response.drip):
+            return
+        handler.wfile.write(response.body[at:at + 1])
+        handler.wfile.flush()
 
 
 def _make_tls(directory: Path) -> tuple[ssl.SSLContext, Path]:

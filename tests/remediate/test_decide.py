@@ -10,7 +10,7 @@ import pytest
 
 from argo_doctor.errors import ConfigError
 from argo_doctor.facts.rollouts import RolloutState, RolloutVerdict
-from argo_doctor.remediate.decide import decide
+from argo_doctor.remediate.decide import decide, restart_patch
 from argo_doctor.remediate.policy import (
     DEFAULT_COOLDOWN,
     DEFAULT_MAX_RESTARTS_PER_HOUR,
@@ -93,6 +93,12 @@ def test_a_restart_made_by_a_person_starts_the_cooldown(minutes: int, action: st
     ("dryRun: true\nallow:\n  namespaces: [apps]\ndryRun: false\n", "found duplicate key 'dryRun'"),
     ("allow:\n  namespaces: [apps]\n  namespaces: ['*']\n", "found duplicate key 'namespaces'"),
     ("dryRun: flase\n", "dryRun must be true or false, not 'flase'"),
+    ("- dryRun: false\n", "a policy is a YAML mapping, not list"),
+    ("allow:\n  namespace: ['*']\n", "allow takes namespaces and applications"),  # a typo never allows nothing
+    ("allow: [apps]\n", "allow takes namespaces and applications"),
+    ("allow:\n  namespaces: apps\n", "allow.namespaces must be a list of globs"),  # not the globs a, p, p, s
+    ("allow:\n  namespaces: ['']\n", "allow.namespaces must be a list of globs"),
+    ("allow:\n  applications: [argocd/*, 7]\n", "allow.applications must be a list of globs"),
 ])
 def test_a_policy_file_is_read_whole_or_refused(tmp_path: Path, text: str, words: str) -> None:
     path = tmp_path / "policy.yaml"
@@ -100,6 +106,55 @@ def test_a_policy_file_is_read_whole_or_refused(tmp_path: Path, text: str, words
     with pytest.raises(ConfigError, match=r"policy\.yaml") as caught:
         load_policy(path)
     assert words in str(caught.value)
+
+
+@pytest.mark.parametrize("text", ["", "# nothing allowed yet\n"])
+def test_an_empty_policy_file_is_the_built_in_policy(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    policy = load_policy(path)
+    assert policy == Policy(source=str(path)) and policy.dry_run and not policy.namespaces and not policy.applications
+
+
+def test_the_built_in_policy_is_a_dry_run_that_allows_nothing() -> None:
+    policy = Policy()
+    assert (policy.dry_run, policy.namespaces, policy.applications, policy.allow_single_replica) == (
+        True, (), (), False)
+
+
+def test_zero_is_a_cooldown_and_a_cap() -> None:
+    """`maxRestartsPerHour: 0` stops every restart (a kill switch); `cooldown: 0s` allows one right after another."""
+    policy = parse_policy({"dryRun": False, "allow": {"namespaces": ["apps"]}, "maxRestartsPerHour": 0,
+                           "cooldown": "0s"}, "policy.yaml")
+    assert (policy.max_restarts_per_hour, policy.cooldown) == (0, 0)
+    stuck = verdict(RolloutState.STUCK, restart_at=NOW)
+    assert decide(stuck, policy, now=NOW, last_restart=NOW, restarts_last_hour=0, dry_run=False).reason == (
+        "hourly cap reached: 0 restarts in the last hour (maxRestartsPerHour 0)")
+
+
+def test_the_cooldown_ends_at_its_last_instant_and_two_replicas_are_not_one() -> None:
+    policy = parse_policy({"dryRun": False, "allow": {"namespaces": ["apps"]}, "cooldown": "15m"}, "policy.yaml")
+    two = verdict(RolloutState.STUCK, desired=2)
+    assert decide(two, policy, now=NOW, last_restart=NOW - timedelta(minutes=15), restarts_last_hour=1,
+                  dry_run=False).action == "restart"
+    assert decide(two, policy, now=NOW, last_restart=NOW - timedelta(minutes=15) + timedelta(microseconds=1),
+                  restarts_last_hour=1, dry_run=False).action == "skipped"
+
+
+def test_a_degraded_rollout_is_said_never_to_be_restarted_for_its_reason() -> None:
+    decision = decide(verdict(RolloutState.DEGRADED), OPEN, now=NOW, last_restart=None, restarts_last_hour=0,
+                      dry_run=False)
+    assert decision.reason == "degraded: degraded: test (never restarted for this)"
+    undetermined = decide(verdict(RolloutState.UNDETERMINED), OPEN, now=NOW, last_restart=None, restarts_last_hour=0,
+                          dry_run=False)
+    assert undetermined.reason == "undetermined: undetermined: test"
+
+
+def test_a_patch_without_a_resource_version_carries_no_empty_guard() -> None:
+    """A merge patch with `resourceVersion: null` would not guard anything and reads as if it did."""
+    assert restart_patch(NOW, None) == restart_patch(NOW, "") == {"spec": {"restartAt": "2026-11-23T09:00:00Z"}}
+    assert restart_patch(NOW.replace(microsecond=123), "42") == {"spec": {"restartAt": "2026-11-23T09:00:00Z"},
+                                                                 "metadata": {"resourceVersion": "42"}}
 
 
 def test_a_go_yaml_boolean_is_a_boolean(tmp_path: Path) -> None:

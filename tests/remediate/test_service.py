@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from argo_doctor.remediate.kube import KubeClient
+from argo_doctor.remediate.kube import KubeClient, KubeError
 from argo_doctor.remediate.policy import parse_policy
 from argo_doctor.remediate.restarter import Notification, Restarter
 from argo_doctor.remediate.service import Auth, create_app
@@ -249,6 +249,25 @@ def test_a_conflict_is_decided_again_never_restarted_twice(api: FakeApiServer,
     assert "409" in (entry.api_answer or "")
 
 
+def test_a_rollout_that_changes_at_every_attempt_is_left_alone_after_three(api: FakeApiServer,
+                                                                           make: Callable[..., Service]) -> None:
+    api.fault(r"rollouts/checkout$", "status", status=409, method="PATCH", times=-1)
+    service = make()
+    got = decisions(service.notify())["apps/checkout"]
+    assert got == ("skipped", "the Rollout changed on each of 3 attempts; left alone")
+    assert len([p for p in patches(api) if p.path.endswith("/checkout")]) == 3
+    assert [e.action for e in service.store.entries() if e.rollout == "apps/checkout"] == ["skipped"]
+
+
+def test_an_application_that_manages_no_rollout_is_answered_so(api: FakeApiServer,
+                                                               make: Callable[..., Service]) -> None:
+    api.add_object(cluster.application("docs", []))
+    response = make().notify(cluster.notification(app="docs"))
+    assert response.status_code == 200, response.text
+    assert response.json()["reason"] == "Application argocd/docs manages no Rollout", response.json()
+    assert response.json()["decisions"] == [] and patches(api) == []
+
+
 def test_a_change_before_the_patch_is_seen(api: FakeApiServer, make: Callable[..., Service]) -> None:
     """Another writer restarts the Rollout between our read and our patch: our patch is a 409, and the new
     decision sees the pending restart."""
@@ -328,6 +347,43 @@ def test_an_unanswered_patch_is_recorded_and_never_repeated(api: FakeApiServer,
     time.sleep(1.2)  # the fake applies the write once its hang is over
     got = decisions(service.notify())["apps/checkout"]
     assert got[0] == "skipped" and "already pending" in got[1]
+
+
+@pytest.mark.parametrize("applied", [True, False])
+def test_a_patch_whose_answer_is_lost_is_read_back(api: FakeApiServer, make: Callable[..., Service],
+                                                   applied: bool) -> None:
+    """The connection drops after the PATCH was sent: the Rollout read again tells whether it landed."""
+    service = make()
+    original = service.kube.patch
+
+    def dropped(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if applied:
+            original(path, body)
+        raise KubeError(f"PATCH {path}", None, "connection failed: Connection reset by peer")
+
+    service.kube.patch = dropped  # type: ignore[method-assign]
+    response = service.notify()
+    if applied:
+        assert decisions(response)["apps/checkout"][0] == "restarted"
+        [entry] = [e for e in service.store.entries() if e.rollout == "apps/checkout"]
+        assert "Connection reset by peer; a re-read shows the patch applied" in (entry.api_answer or "")
+    else:
+        assert response.status_code == 503
+        [entry] = [e for e in service.store.entries() if e.rollout == "apps/checkout"]
+        assert entry.action == "failed" and "Connection reset by peer" in entry.reason
+
+
+def test_only_the_rollouts_an_application_lists_are_decided(api: FakeApiServer, make: Callable[..., Service]) -> None:
+    """Its Deployments, and a kind named Rollout of another API group, are not Argo Rollouts."""
+    app = next(o for o in api.objects() if o["kind"] == "Application")
+    app = json.loads(json.dumps(app))
+    app["status"]["resources"] += [
+        {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "apps", "name": "frontend"},
+        {"group": "rollouts.example.com", "version": "v1", "kind": "Rollout", "namespace": "apps", "name": "legacy"},
+        {"group": "argoproj.io", "version": "v1alpha1", "kind": "AnalysisRun", "namespace": "apps", "name": "ar"}]
+    api.add_object(app)
+    got = decisions(make().notify())
+    assert set(got) == {"apps/checkout", "apps/payments", "apps/catalog", "apps/solo"}
 
 
 def test_only_degraded_rollouts_have_their_pods_read(api: FakeApiServer, make: Callable[..., Service]) -> None:

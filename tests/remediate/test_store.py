@@ -336,6 +336,21 @@ def test_url_shown_without_password(pg_store_url: str) -> None:
     assert display_url("postgres://u:p@h1:5432,h2:5433/db?sslmode=require&password=x") == \
         "postgres://u@h1:5432,h2:5433/db?sslmode=require"
     assert display_url("postgresql://:p@h/db") == "postgresql://h/db"
+    assert display_url("postgresql://h/db?passwrod=Hunter2Pass&application_name=x") == \
+        "postgresql://h/db?passwrod=<redacted>&application_name=x"  # a misspelt key hides its value
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://127.0.0.1:{port}/audit?pass%20word=Hunter2Pass",
+    "postgresql://127.0.0.1:{port}/audit?passwrod=Hunter2Pass",
+    "postgresql://audit:Hunter2%ZZPass@127.0.0.1:{port}/audit",
+    "postgresql://audit:Hunter2 Pass@127.0.0.1:{port}/audit",
+])
+def test_no_part_of_a_password_in_what_psycopg_says_about_a_url(url: str) -> None:
+    """psycopg quotes the piece of the connection string it cannot parse, which may be a password or part of it."""
+    with pytest.raises(StoreError) as caught:
+        open_store(url.format(port=pgserver.free_port()))
+    assert "Hunter2" not in str(caught.value) and "Pass" not in str(caught.value), str(caught.value)
 
 
 def test_read_only_postgres_database(pg_store_url: str) -> None:

@@ -166,3 +166,20 @@ def test_special_files_are_refused_without_blocking(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["fifo.log: cannot read: not a regular file (a FIFO); skipped",
                                         "zero.log: cannot read: a link to a file outside the input; skipped"]
+
+
+@pytest.mark.parametrize(("first", "why"), [("object", "JSON nested too deeply to read"),
+                                            ("array", "Expected `object`, got `array`")])
+def test_an_event_nested_past_the_decoders_depth_is_one_bad_line(tmp_path: Path, first: str, why: str) -> None:
+    """msgspec recurses into a field it skips (requestObject) and raises RecursionError past its depth; a deep
+    array is refused at its first bracket."""
+    deep = '{"a":' * 200_000 + "{}" + "}" * 200_000
+    bad = (json.dumps({**EVENT, "requestObject": "DEEP"}).replace('"DEEP"', deep) if first == "object"
+           else "[" * 200_000 + "]" * 200_000)
+    path = tmp_path / "audit.log"
+    path.write_text(f"{bad}\n{json.dumps(EVENT)}\n")
+    events, problems = _read(path)
+    assert [e.location for e in events] == ["audit.log:2"]
+    (problem,) = problems
+    assert problem.location == "audit.log:1"
+    assert problem.message.startswith(f"not an audit event: {why}")

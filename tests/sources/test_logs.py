@@ -310,3 +310,26 @@ def test_scanned_lines_are_the_lines_parse_line_makes(tmp_path: Path) -> None:
               lambda sig, record, match: got.append(record), [], REF, ScanStats(), workers=1)
     log_file = LogFile(path, "c.log", "ns", "p", "c")
     assert got == [parse_line(f"{line} needle", log_file, n, REF) for n, line in enumerate(lines, start=1)]
+
+
+def test_a_json_line_nested_too_deeply_is_one_problem_and_the_scan_goes_on(tmp_path: Path) -> None:
+    """A logrus JSON line 1,000 levels deep (5 KB) is read as plain text and reported once; the lines after it,
+    and lines whose strings only look deep, are read as JSON."""
+    deep = '{"level":"error","msg":"manifest cache miss: deep","x":' + '{"a":' * 1000 + "1" + "}" * 1001
+    looks_deep = '{"level":"info","msg":"manifest cache miss: strings","x":"' + "{[" * 1000 + '"}'
+    path = tmp_path / "r.log"
+    path.write_text("\n".join([
+        f"2026-11-20T15:00:00.000000001Z {deep}",
+        f"2026-11-20T15:00:01.000000001Z {deep}",
+        f"2026-11-20T15:00:02.000000001Z {looks_deep}",
+        '2026-11-20T15:00:03.000000001Z {"level":"info","msg":"manifest cache miss: after"}',
+    ]) + "\n")
+    records: list[LogRecord] = []
+    problems: list[Problem] = []
+    scan_logs([(LogFile(path, "repo-server.log", "argocd", "p", "c"), [LogSignature("n", b"manifest cache miss")])],
+              lambda sig, rec, match: records.append(rec), problems, REF, ScanStats(), workers=1)
+    assert [(r.line, r.level, r.message[:30]) for r in records] == [
+        (1, None, deep[:30]), (2, None, deep[:30]), (3, "info", "manifest cache miss: strings"),
+        (4, "info", "manifest cache miss: after")]
+    assert problems == [Problem("repo-server.log:1", "JSON nested more than 256 levels deep; read as plain text")]
+    assert parse_line(deep, FILE, 1, REF).message == deep

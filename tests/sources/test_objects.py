@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from argo_doctor.model import Problem
-from argo_doctor.sources.objects import load_object_file, read_object_file
+from argo_doctor.sources.objects import load_object_file, read_documents, read_object_file
 
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: argocd\ndata:\n  k: v\n"
 
@@ -192,3 +192,14 @@ def test_a_dump_list_item_type_fills_only_what_items_leave_out(tmp_path: Path) -
     assert problems == []
     assert list(read_object_file(path, "services.json", problems)) == []  # without the dump's file name: not guessed
     assert problems == [Problem("services.json:1", "not a Kubernetes object (no apiVersion and kind); skipped")]
+
+
+def test_a_document_yaml_rs_refuses_reads_as_itself_and_adds_no_empty_one(tmp_path: Path) -> None:
+    """The fallback to PyYAML reads the refused document with the next one's `---` (so an error there reads as in
+    the whole file): the empty document that marker opens is not a document of the file."""
+    path = tmp_path / "two.yaml"
+    path.write_text("apiVersion: v1\nkind: Secret\nmetadata:\n  name: a\ndata:\n  x: <redacted>\n---\n"
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n")
+    problems: list[Problem] = []
+    docs = [doc for _, doc in read_documents(path, "two.yaml", problems, tmp_path)]
+    assert [d["metadata"]["name"] for d in docs] == ["a", "b"] and problems == []

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -333,7 +334,9 @@ def test_redactor_remembers_only_the_texts_the_patterns_leave_alone(monkeypatch:
     assert redactor.text("hunter2-value-01") == "<redacted secret value>"
 
 
-@pytest.mark.parametrize("unit", ["x.", "a-", "://a:b", "eyJ-", "Ab1-", "\\", "password=", "x_token.secret:"])
+@pytest.mark.parametrize("unit", ["x.", "a-", "://a:b", "eyJ-", "Ab1-", "\\", "password=", "x_token.secret:",
+                                  "cookie:", "Cookie: a=b; ", "a:a!", "--token ", "value: a ", "name: a value: ",
+                                  "/hooks/a1"])
 def test_patterns_take_linear_time(unit: str) -> None:
     """No pattern tries every start inside a long run (a 10 MB line of a log must not take hours)."""
     text = unit * (400_000 // len(unit)) + "token"
@@ -376,6 +379,8 @@ _PIECES = (
     "passphrase", "identitytoken", "client_secret", "api-key", "Authorization: ", "Bearer ", "basic ",
     '"auth":"', '\\"auth\\":\\"', '(now "', "(already ", "=", ": ", '"', "'", " ", "\n", "AKIAABCDEFGHIJKLMNOP",
     "ghp_" + "a1" * 15, "xoxb-1234567890ab", JWT, "://user:pw@host", KEY, "QmFzZTY0" * 9, "s3cr3tValue+/9",
+    "Cookie: ", "set-cookie=", "@tcp(", "--token ", "?sig=", "&code=", "hooks.slack.com/services/", "redis://:",
+    "/hooks/a1b2c3d4e5f6g7h8i9j0", "name: X-Api-Key\n", "value: ", "\x1b[31m", "Bearer%20",
 )
 
 
@@ -410,3 +415,214 @@ def test_folded_to_ascii_is_what_the_regex_engine_folds() -> None:
               for c in re.findall("(?i)[a-z]", beyond)}
     table = {chr(k): v for k, v in redact_module._FOLDED_TO_ASCII.items()}
     assert table == folded
+
+
+PASSWORD = "Hunter2Secret99"
+
+
+def _scrubber(*secrets: dict[str, object]) -> SecretScrubber:
+    scrubber = SecretScrubber()
+    for secret in secrets:
+        scrubber.add_values(secret_values(secret))
+    return scrubber
+
+
+def _stored(name: str, namespace: str, data: dict[str, str], **labels: str) -> dict[str, object]:
+    """A Secret as `kubectl get secret -o yaml` prints it: every value base64 under `data`."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": namespace, **({"labels": labels} if labels else {})},
+            "data": {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}}
+
+
+@pytest.mark.parametrize("line", [
+    f"2026-11-20T14:50:01.200000000Z db: authentication failed for \x1b[31m{PASSWORD}\x1b[0m",
+    f'time="2026-11-20T14:50:02Z" level=error msg="login failed: \x1b[1;31m{PASSWORD}\x1b[0m"',
+    f'{{"level":"error","msg":"login failed: \\u001b[31m{PASSWORD}\\u001b[0m","time":"2026-11-20T14:50:03Z"}}',
+    f"2026-11-20T14:50:04.000000000Z db: connecting with \x1b[33mpassword\x1b[0m={PASSWORD}",
+    "2026-11-20T14:50:05.000000000Z db: Hunter2\x1b[0mSecret99 rejected",
+])
+def test_colour_codes_hide_no_secret_in_any_form(line: str) -> None:
+    """A Secret value or a `password=` coloured by a terminal logger: redacted in the text as it is (kept for JSON)
+    and as it is shown (tables, Markdown), and in a redacted bundle's log."""
+    secret = _stored("payments-db", "payments", {"password": PASSWORD})
+    scrubber = _scrubber(secret)
+    redactor = Redactor()
+    redactor.learn(secret)
+    for out in (redact(line, scrubber), clean(line, scrubber, human=True), printable(redact(line, scrubber)),
+                "".join(redactor.lines([line + "\n"]))):
+        assert PASSWORD not in printable(out) and "Hunter2" not in out, out
+        assert "<redacted" in out
+    assert "\x1b[31m<redacted secret value>\x1b[0m" in redact(
+        f"db: authentication failed for \x1b[31m{PASSWORD}\x1b[0m", scrubber)  # the colour stays where it can
+
+
+def test_a_colour_code_before_a_password_key_is_seen_through() -> None:
+    line = f'time="2026-11-20T14:50:04Z" level=info msg="connecting" \x1b[36mpassword\x1b[0m={PASSWORD}'
+    assert redact(line) == 'time="2026-11-20T14:50:04Z" level=info msg="connecting" password=<redacted>'
+    assert redact("\x1b[36mlevel\x1b[0m=info msg=synced") == "\x1b[36mlevel\x1b[0m=info msg=synced"  # look-alike
+
+
+CLUSTER_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Qz7clusterKEYline\nQz7lastKEYlineAb12\n" \
+              "-----END RSA PRIVATE KEY-----\n"
+CA = "-----BEGIN CERTIFICATE-----\nMIIC5zCCAc+gAwIBAgIBADANBgkqhkiG9w0BAQsFADAVMRMwEQYDVQQDEwprdWJl\n" \
+     "-----END CERTIFICATE-----\n"
+
+
+def cluster_secret() -> dict[str, object]:
+    """An Argo CD cluster Secret as Argo CD stores it: `config` JSON with a bearer token and TLS client config."""
+    config = {"bearerToken": "Qz7clusterBEARERtoken01",
+              "tlsClientConfig": {"insecure": False, "caData": base64.b64encode(CA.encode()).decode(),
+                                  "keyData": base64.b64encode(CLUSTER_KEY.encode()).decode()},
+              "execProviderConfig": {"command": "argocd-k8s-auth", "args": ["aws", "--cluster-name", "prod-eks-1"],
+                                     "apiVersion": "client.authentication.k8s.io/v1beta1",
+                                     "env": {"AWS_SECRET_ACCESS_KEY": "onlylowercaseawssecret"}}}
+    return _stored("cluster-prod", "argocd", {"name": "prod", "server": "https://prod.example.com:6443",
+                                              "config": json.dumps(config)},
+                   **{"argocd.argoproj.io/secret-type": "cluster"})
+
+
+def test_values_inside_structured_secrets_are_learned_on_their_own() -> None:
+    """A cluster Secret's `config` is one JSON value: its bearer token, its client key's lines and its exec
+    plugin's secret env are each hidden where a log quotes them alone; its CA, command line and server are not."""
+    values_yaml = "image:\n  pullPolicy: IfNotPresent\nauth:\n  password: onlylowercasepw\n"
+    registry = json.dumps({"auths": {"ghcr.io": {"auth": base64.b64encode(b"robot:Qz7kanikoREGISTRY").decode()}}})
+    scrubber = _scrubber(cluster_secret(), _stored("chart-values", "apps", {"values.yaml": values_yaml}),
+                         _stored("kaniko", "ci", {"config.json": registry}))
+    lines = {
+        'time="2026-11-20T14:50:01Z" level=error msg="token Qz7clusterBEARERtoken01 rejected"': "Qz7clusterBEARER",
+        "2026-11-20T14:50:02.0Z panic: bad key line MIIEpAIBAAKCAQEA3Qz7clusterKEYline": "Qz7clusterKEYline",
+        "2026-11-20T14:50:03.0Z env AWS secret onlylowercaseawssecret": "onlylowercaseawssecret",
+        "2026-11-20T14:50:04.0Z db: login with onlylowercasepw failed": "onlylowercasepw",
+        "2026-11-20T14:50:05.0Z push to ghcr.io: denied for Qz7kanikoREGISTRY": "Qz7kanikoREGISTRY",
+    }
+    for line, secret in lines.items():
+        assert secret not in scrubber.scrub(line), line
+    kept = ("exec argocd-k8s-auth aws --cluster-name prod-eks-1 (client.authentication.k8s.io/v1beta1) "
+            "against https://prod.example.com:6443; pullPolicy IfNotPresent; "
+            "caBundle MIIC5zCCAc+gAwIBAgIBADANBgkqhkiG9w0BAQsFADAVMRMwEQYDVQQDEwprdWJl")
+    assert scrubber.scrub(kept) == kept
+
+
+def test_forms_a_secret_value_takes_in_logs_are_scrubbed() -> None:
+    value = 'Qz7p/w+d"x&y'
+    raw = value.encode()
+    scrubber = _scrubber(_stored("api", "payments", {"api-key": value}))
+    forms = {
+        "url-encoded": "GET /v1/charge?auth=Qz7p%2Fw%2Bd%22x%26y HTTP/1.1",
+        "json-escaped": '{"level":"info","msg":"key Qz7p/w+d\\"x&y loaded"}',
+        "go-escaped": '{"level":"info","msg":"key Qz7p/w+d\\"x\\u0026y loaded"}',
+        "base64url": "jwt kid " + base64.urlsafe_b64encode(raw).decode().rstrip("=") + " unknown",
+        "hex": "dump " + raw.hex() + " end",
+    }
+    for form, line in forms.items():
+        assert "<redacted secret value>" in scrubber.scrub(line), form
+    assert scrubber.scrub("GET /v1/charge?auth=Qz7p%2Fw HTTP/1.1") == "GET /v1/charge?auth=Qz7p%2Fw HTTP/1.1"
+
+
+def test_a_line_of_a_multi_line_value_after_an_escaped_line_break() -> None:
+    """A PEM key logged inside a JSON string: each of its lines follows a `\\n`, whose `n` is no word."""
+    scrubber = _scrubber(_stored("repo-ssh", "argocd", {"sshPrivateKey": CLUSTER_KEY}))
+    line = '{"level":"error","msg":"bad key: MIIEpAIBAAKCAQEA3Qz7clusterKEYline\\nQz7lastKEYlineAb12\\n-----END"}'
+    assert "Qz7lastKEYline" not in scrubber.scrub(line)
+    assert scrubber.scrub("nQz7lastKEYlineAb12") == "nQz7lastKEYlineAb12"  # inside a word: left alone
+
+
+@pytest.mark.parametrize(("line", "secret", "look_alike"), [
+    ("2026-11-20T14:50:01Z [mysql] dsn=app:Qz7mysqlPW@tcp(mysql.payments:3306)/ledger?parseTime=true",
+     "Qz7mysqlPW", "[mysql] connecting to app@tcp(mysql.payments:3306)/ledger"),
+    ("dial unix: app:Qz7sockPW@unix(/run/mysqld/mysqld.sock)/ledger", "Qz7sockPW",
+     "image registry.example.com/api:1.8@sha256:0123456789abcdef"),
+    ("GET /api/v1/applications Cookie: argocd.token=abc; _oauth2_proxy=Qz7oauthCOOKIE; theme=dark", "Qz7oauth",
+     "Cookie: none sent"),
+    ('level=info msg="login" Set-Cookie="session=Qz7sessionCOOKIE; Path=/; HttpOnly; SameSite=Lax"', "Qz7session",
+     "cookie=chocolate chip"),
+    ("exec: argocd login argocd.example.com --username admin --password Qz7cliPASS --grpc-web", "Qz7cliPASS",
+     "exec: docker login --password-stdin ghcr.io; argocd-repo-server --token-ttl 5m --password /run/secrets/pw;"
+     "      --auth-token string   Authentication token"),
+    ('cmd=["vault", "login", "-token", "s.Qz7vaultTOKEN"]', "Qz7vault", "--token $VAULT_TOKEN"),
+    ("GET https://acme.blob.core.windows.net/charts/index.yaml?sv=2022-11-02&sr=b&sig=Qz7sasSIG%2Bx%3D", "Qz7sas",
+     "exit code=1, signal=none"),
+    ("GET /auth/callback?code=Qz7oauthCODE&state=8f2b HTTP/1.1", "Qz7oauthCODE", "status code=401 Unauthorized"),
+    ("GET /api/badge?name=guestbook&token=guestbook-badge-token HTTP/1.1", "guestbook-badge-token",
+     "secret=argocd-repo-creds"),
+    ("POST https://hooks.slack.com/services/T0ACME01/B0ACME02/Qz7slackHOOKpath0123 failed: 404", "Qz7slack",
+     "POST https://slack.com/api/chat.postMessage failed"),
+    ("POST https://discord.com/api/webhooks/1234567890/Qz7discord-HOOK_token failed", "Qz7discord",
+     "see https://discord.com/developers/docs"),
+    ("POST https://acme.webhook.office.com/webhookb2/0a1b2c3d@4e5f/IncomingWebhook/Qz7teams/99 failed", "Qz7teams",
+     "https://learn.microsoft.com/office/webhooks"),
+    ("POST https://chat.acme.example/hooks/qz7mattermost0hook4k9x2w failed", "qz7mattermost",
+     "GET https://gitlab.com/api/v4/projects/1/hooks/2"),
+    ("redis: dial redis://:Qz7redisPW@argocd-redis:6379/0", "Qz7redisPW", "listening on tcp://:6379 and :8080"),
+    ("webhook.github.secret: onlylowercasesecret", "onlylowercasesecret",
+     'github.token: $GITHUB_TOKEN; avoided by: set apiToken: "static"'),
+    ("X-Api-Key: onlylowercasekey", "onlylowercasekey", "failed to get token: expired"),
+    ("session eyJhbGciOiJIUzI1NiJ9.e30.Qz7sig expired", "Qz7sig",
+     "config eyJhbGciOiJIUzI1NiJ9 missing"),
+    ("POST /proxy body=header%3DAuthorization%3A%20Bearer%20Qz7bearerURL12", "Qz7bearerURL12",
+     "Bearer token expired"),
+    ("upstream rejected Bearer token Qz7wordedBEARER1", "Qz7worded", "basic auth disabled"),
+    ("grpc metadata bearer=Qz7metaBEARER", "Qz7metaBEARER", "bearer: true"),
+])
+def test_free_text_credential_forms(line: str, secret: str, look_alike: str) -> None:
+    out = redact_text(line)
+    assert secret not in out and "<redacted" in out, out
+    assert redact_text(out) == out
+    assert redact_text(look_alike) == look_alike
+
+
+def test_notification_service_headers_in_text() -> None:
+    """A Notifications service's headers as the ConfigMap holds them (YAML), and as JSON: a credential header's value
+    is hidden, the others kept; so is an env list's."""
+    service = ("url: https://alerts.example.com/api/v2/alerts\nheaders:\n"
+               "- name: Content-Type\n  value: application/json\n- name: X-Api-Key\n  value: onlylowercaseapikey\n"
+               "- name: Authorization\n  value: Basic cm9ib3Q6cHc=\n- value: qz7reversedtoken\n  name: X-Auth-Token\n"
+               "- name: X-Events-Token\n  value: Bearer $events-bridge-token\n")
+    assert redact_text(service) == (
+        "url: https://alerts.example.com/api/v2/alerts\nheaders:\n"
+        "- name: Content-Type\n  value: application/json\n- name: X-Api-Key\n  value: <redacted>\n"
+        "- name: Authorization\n  value: <redacted>\n- value: <redacted>\n  name: X-Auth-Token\n"
+        "- name: X-Events-Token\n  value: Bearer $events-bridge-token\n")
+    logged = '{"headers":[{"name":"X-Api-Key","value":"onlylowercaseapikey"},{"name":"Accept","value":"text/plain"}]}'
+    assert redact_text(logged) == (
+        '{"headers":[{"name":"X-Api-Key","value":"<redacted>"},{"name":"Accept","value":"text/plain"}]}')
+    env = "env:\n- name: DB_PASSWORD\n  value: onlylowercasepw\n- name: DB_HOST\n  value: payments-db\n"
+    assert redact_text(env) == "env:\n- name: DB_PASSWORD\n  value: <redacted>\n- name: DB_HOST\n  value: payments-db\n"
+
+
+@pytest.mark.parametrize("dsn", [
+    "postgresql://audit:p%zzHunter2Secret99@db.argo-doctor.svc:5432/audit",
+    "host=db.argo-doctor.svc user=audit password=Hunter2 Secret99 dbname=audit",
+    "host=db.argo-doctor.svc user=audit password=Hunter2 Secret99=x dbname=audit",
+    "postgresql://audit:Hunter2 Secret99@db.argo-doctor.svc/audit",
+    "postgresql://audit:Hunter2Secret99@[db.argo-doctor.svc/audit",
+    "postgresql://:Hunter2Secret99@db.argo-doctor.svc/audit?sslmode=require&foo=bar",
+    "host=db.argo-doctor.svc 'password=Hunter2Secret99' dbname=audit",
+    r"host=db.argo-doctor.svc password='Hunter2\' Secret99' dbname=audit sslmode=verify",
+])
+def test_scrub_dsn_leaves_no_part_of_a_password_in_psycopg_errors(dsn: str) -> None:
+    """The connection string and what psycopg says of it (libpq's parse errors quote a token of it)."""
+    try:
+        psycopg.conninfo.conninfo_to_dict(dsn)
+        message = ""
+    except psycopg.Error as exc:
+        message = str(exc)
+    for text in (dsn, message, f"cannot open the audit store {dsn}: {message}"):
+        done = redact_module.scrub_dsn(text)
+        assert "Hunter2" not in done and "Secret99" not in done, done
+        assert redact_module.scrub_dsn(done) == done
+
+
+def test_scrub_dsn_keeps_what_holds_no_password() -> None:
+    """Host, user, database and options stay, and so do libpq's messages that quote no part of the string."""
+    for text in ("host=db.argo-doctor.svc port=5432 user=audit dbname=audit sslmode=require",
+                 "postgresql://audit@db.argo-doctor.svc:5432/audit?sslmode=require&application_name=argo-doctor",
+                 'connection failed: connection to server at "10.0.0.12", port 5432 failed: FATAL:  password '
+                 'authentication failed for user "audit"',
+                 "unterminated quoted string in connection info string",
+                 'invalid URI query parameter: "sslmod"'):
+        assert redact_module.scrub_dsn(text) == text
+    assert redact_module.scrub_dsn("host=db password=Hunter2Secret99 sslmode=require") == (
+        "host=db password=<redacted> sslmode=require")
+    assert redact_module.scrub_dsn('missing "=" after "Secret99" in connection info string') == (
+        'missing "=" after "<redacted>" in connection info string')

@@ -355,3 +355,49 @@ def test_output_is_checked_before_anything_is_written(planted: Path, tmp_path: P
         redact(planted, tmp_path / "old.tar.gz")
     with pytest.raises(InputError, match="not a bundle"):
         redact(planted / "objects" / "argocd", tmp_path / "none")
+
+
+API_KEY = "qz7onlylowercaseapikey"
+SLACK_PATH = "T0ACME01/B0ACME02/Qz7slackHOOKpath0123"
+
+
+@pytest.fixture
+def notified(tmp_path: Path) -> Path:
+    """The argocd-basic example with an application ConfigMap holding a password and argocd-notifications-cm (a
+    webhook with an API key header, a Slack webhook), one document after the other as kubectl writes several objects."""
+    root = copy(EXAMPLES / "argocd-basic", tmp_path / "notified")
+    notifications = {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "argocd-notifications-cm", "namespace": "argocd"},
+                     "data": {"service.webhook.opsgenie": "url: https://api.opsgenie.com/v2/alerts\nheaders:\n"
+                                                          "- name: Content-Type\n  value: application/json\n"
+                                                          f"- name: X-Api-Key\n  value: {API_KEY}\n",
+                              "service.webhook.slack": f"url: https://hooks.slack.com/services/{SLACK_PATH}\n"}}
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ledger-config", "namespace": "payments"},
+              "data": {"DB_HOST": "ledger-db", "DB_PASSWORD": "Qz7ledgerPW"}}
+    write_yaml(root / "objects" / "argocd" / "notifications.yaml", [config, notifications])
+    return root
+
+
+def test_a_redacted_bundle_redacts_to_the_same_bytes(notified: Path, tmp_path: Path) -> None:
+    """A document whose last line became `<redacted>` is followed by another: a second pass adds no `null`
+    document."""
+    redact(notified, tmp_path / "once")
+    counts, problems = redact(tmp_path / "once", tmp_path / "twice")
+    assert counts == Counter() and problems == []
+    assert same_tree(tmp_path / "once", tmp_path / "twice")
+    docs = list(yaml.safe_load_all((tmp_path / "twice" / "objects" / "argocd" / "notifications.yaml").read_text()))
+    assert [d["metadata"]["name"] for d in docs] == ["ledger-config", "argocd-notifications-cm"]
+
+
+def test_notification_service_headers_and_webhook_paths_never_reach_a_redacted_bundle(notified: Path,
+                                                                                       tmp_path: Path) -> None:
+    counts, _ = redact(notified, tmp_path / "out")
+    text = (tmp_path / "out" / "objects" / "argocd" / "notifications.yaml").read_text()
+    assert API_KEY not in text and "Qz7slack" not in text
+    _, notifications = yaml.safe_load_all(text)
+    assert notifications["data"] == {
+        "service.webhook.opsgenie": "url: https://api.opsgenie.com/v2/alerts\nheaders:\n"
+                                    "- name: Content-Type\n  value: application/json\n"
+                                    "- name: X-Api-Key\n  value: <redacted>\n",
+        "service.webhook.slack": "url: https://hooks.slack.com/services/<redacted>\n"}
+    assert counts["header-value"] == 1 and counts["webhook-url"] == 1

@@ -243,11 +243,12 @@ class _Assessment:
         if updated is None:
             return None, None
         seconds = as_int(self.spec.get("progressDeadlineSeconds"), DEFAULT_DEADLINE_SECONDS)
+        if seconds <= 0:  # a deadline the controller rejects (InvalidSpec): every earlier restart counts
+            return None, updated
         try:
-            deadline = timedelta(seconds=seconds)
+            return shift(updated, -timedelta(seconds=seconds)), updated
         except OverflowError:  # an int64 of seconds is past what a timedelta holds
-            deadline = timedelta.max if seconds > 0 else -timedelta.max
-        return shift(updated, -deadline), updated
+            return None, updated
 
     # -- facts about the Rollout
     def degraded(self) -> bool:

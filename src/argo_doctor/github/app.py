@@ -18,13 +18,16 @@ from typing import Any
 
 import httpx
 import jwt
+import msgspec
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from argo_doctor.errors import ConfigError
 from argo_doctor.github import DEFAULT_API_URL
 from argo_doctor.github.jwt_window import IAT_BACKDATE, LIFETIME, Window
+from argo_doctor.sources.files import decode_json
 
 TIMEOUT = 15.0
+MAX_ANSWER_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,8 @@ def check(
     http = client or httpx.Client(timeout=TIMEOUT)
     sent = time.time()
     try:
-        response = http.post(url, headers=headers)
+        with http.stream("POST", url, headers=headers) as response:
+            body = _bounded_body(response)
     except httpx.HTTPError as exc:
         reason = str(exc) or type(exc).__name__
         return CheckResult(url, None, None, clock_offset, signed.iat, signed.exp, None, None, reason)
@@ -132,8 +136,22 @@ def check(
             http.close()
     received = time.time()
     offset, bound = _server_offset(response.headers.get("date"), sent, received)
-    return CheckResult(url, response.status_code, _message(response), clock_offset, signed.iat, signed.exp,
-                       offset, bound)
+    return CheckResult(url, response.status_code, _message(response.status_code, body), clock_offset, signed.iat,
+                       signed.exp, offset, bound)
+
+
+def _bounded_body(response: httpx.Response) -> bytes:
+    """What arrives of the answer within TIMEOUT seconds, at most MAX_ANSWER_BYTES decompressed: GitHub's is a few
+    hundred bytes, and `--api-url` may name a server that never stops sending."""
+    parts: list[bytes] = []
+    size = 0
+    until = time.monotonic() + TIMEOUT
+    for chunk in response.iter_bytes():
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= MAX_ANSWER_BYTES or time.monotonic() > until:
+            break
+    return b"".join(parts)[:MAX_ANSWER_BYTES]
 
 
 def _server_offset(date: str | None, sent: float, received: float) -> tuple[float | None, float | None]:
@@ -146,17 +164,17 @@ def _server_offset(date: str | None, sent: float, received: float) -> tuple[floa
     return (sent + received) / 2 - server, (received - sent) / 2 + 0.5
 
 
-def _message(response: httpx.Response) -> str | None:
+def _message(status: int, body: bytes) -> str | None:
     """GitHub's message, never the token of a successful answer."""
-    if response.status_code == 201:
-        try:
-            body = response.json()
-        except ValueError:
-            return None
-        expires = body.get("expires_at") if isinstance(body, dict) else None
-        return f"installation token issued (expires {expires})" if expires else "installation token issued"
     try:
-        body = response.json()
-    except ValueError:
-        return response.text[:300] or None
-    return str(body.get("message")) if isinstance(body, dict) and body.get("message") else None
+        doc = decode_json(body)
+    except msgspec.DecodeError:
+        doc = None
+    if status == 201:
+        if doc is None:
+            return None
+        expires = doc.get("expires_at") if isinstance(doc, dict) else None
+        return f"installation token issued (expires {expires})" if expires else "installation token issued"
+    if doc is None:
+        return body[:300].decode("utf-8", "replace") or None
+    return str(doc.get("message")) if isinstance(doc, dict) and doc.get("message") else None

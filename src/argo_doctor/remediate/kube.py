@@ -4,10 +4,13 @@ It is the only writing client of argo-doctor, used by `fix --apply` and `serve` 
 kubeconfig handling of the live source (`sources.live.http_client`) and keeps its own short timeouts, because a
 webhook must be answered within the request. Reads are retried once on a dropped connection; writes are not
 retried here: a restart patch carries the Rollout's resourceVersion, so the caller re-decides on a fresh read.
+As in the live source, an answer is streamed within a deadline, its size capped (decompressed) and its JSON
+depth bounded, so that a broken or hostile API server can neither hold a request nor exhaust the process.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -15,9 +18,13 @@ from urllib.parse import quote
 import httpx2
 import msgspec
 
-from argo_doctor.sources.live import ApiError, http_client, status_reason
+from argo_doctor.sources.files import JsonTooDeep, decode_json
+from argo_doctor.sources.live import MAX_BODY_BYTES, Answer, ApiError, http_client
 
 TIMEOUT = 5.0
+"""Seconds one read may wait."""
+DEADLINE = 15.0
+"""Seconds one request may take, every read of its answer included."""
 ROLLOUTS = "/apis/argoproj.io/v1alpha1"
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -69,20 +76,31 @@ class KubeClient:
         if content_type:
             headers["Content-Type"] = content_type
         content = msgspec.json.encode(body) if body is not None else None
+        deadline = time.monotonic() + DEADLINE
         try:
-            response = self._http.request(method, path, params=params, content=content, headers=headers)
+            request = self._http.build_request(method, path, params=params, content=content, headers=headers)
+            answer = Answer(self._http.send(request, stream=True), shown, deadline,
+                            f"not answered within {DEADLINE:.0f} s")
+            if answer.response.status_code >= 400:
+                raise KubeError(shown, answer.response.status_code, answer.error_reason())
+            data = answer.body(MAX_BODY_BYTES)
         except httpx2.TimeoutException:
             raise KubeError(shown, None, f"no answer within {TIMEOUT:.0f} s") from None
         except (httpx2.TransportError, httpx2.DecodingError) as exc:
             raise KubeError(shown, None, f"connection failed: {exc or type(exc).__name__}") from None
-        if response.status_code >= 400:
-            raise KubeError(shown, response.status_code, status_reason(response))
+        except KubeError:
+            raise
+        except ApiError as exc:  # too large, or too slow
+            raise KubeError(exc.request, exc.status, exc.reason) from None
+        status = answer.response.status_code
         try:
-            doc = msgspec.json.decode(response.content)
+            doc = decode_json(data)
+        except JsonTooDeep as exc:
+            raise KubeError(shown, status, f"answered {exc}") from None
         except msgspec.DecodeError:
-            raise KubeError(shown, response.status_code, "answered something that is not JSON") from None
+            raise KubeError(shown, status, "answered something that is not JSON") from None
         if not isinstance(doc, dict):
-            raise KubeError(shown, response.status_code, "answered JSON that is not an object")
+            raise KubeError(shown, status, "answered JSON that is not an object")
         return doc
 
     def close(self) -> None:

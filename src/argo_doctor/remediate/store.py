@@ -37,6 +37,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from argo_doctor.errors import ConfigError, StoreError
+from argo_doctor.sources.redact import scrub_dsn
 
 __all__ = [
     "LATEST_VERSION",
@@ -547,6 +548,14 @@ class SqliteStore(_SqlStore):
 # --- PostgreSQL --------------------------------------------------------------------------------------------
 
 _SECRET_PARAMS = frozenset({"password", "sslpassword"})
+_SHOWN_PARAMS = frozenset({
+    "host", "hostaddr", "port", "dbname", "user", "connect_timeout", "application_name", "fallback_application_name",
+    "client_encoding", "options", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+    "tcp_user_timeout", "replication", "gssencmode", "sslmode", "sslnegotiation", "sslcompression", "sslcert",
+    "sslkey", "sslcertmode", "sslrootcert", "sslcrl", "sslcrldir", "sslsni", "requirepeer", "require_auth",
+    "channel_binding", "ssl_min_protocol_version", "ssl_max_protocol_version", "krbsrvname", "gsslib",
+    "gssdelegation", "service", "target_session_attrs", "load_balance_hosts"})
+"""libpq's connection parameters that hold no secret: the value of any other (a misspelt `passwrod=`) is hidden."""
 
 
 def display_url(url: str) -> str:
@@ -559,8 +568,9 @@ def display_url(url: str) -> str:
     if "@" in netloc:
         userinfo, hosts = netloc.rsplit("@", 1)
         netloc = f"{userinfo.split(':', 1)[0]}@{hosts}" if userinfo.split(":", 1)[0] else hosts
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                       if k.lower() not in _SECRET_PARAMS])
+    query = urlencode([(k, v if k.lower() in _SHOWN_PARAMS else "<redacted>")
+                       for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRET_PARAMS],
+                      safe="<>")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -612,7 +622,7 @@ class PostgresStore(_SqlStore):
         detail = _one_line(str(err))
         for secret in self._secrets:
             detail = detail.replace(secret, "<redacted>")
-        return StoreError(f"audit store {self.url}: {what}: {detail}")
+        return StoreError(f"audit store {self.url}: {what}: {scrub_dsn(detail)}")  # psycopg quotes bits of the DSN
 
     def _connect(self, what: str) -> Connection:
         try:

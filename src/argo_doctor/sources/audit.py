@@ -235,9 +235,10 @@ def _lines(
         else:
             try:
                 raw = _DECODER.decode(buf[start:stop])
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:  # msgspec recurses even into fields it skips
                 skipped.bad += 1
-                skipped.first = skipped.first or Problem(f"{display}:{line}", f"not an audit event: {exc}")
+                why = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+                skipped.first = skipped.first or Problem(f"{display}:{line}", f"not an audit event: {why}")
             else:
                 yield _event(raw, f"{display}:{line}")
         line += 1

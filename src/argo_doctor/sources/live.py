@@ -12,23 +12,33 @@ list, and objects already written are not written twice), requests run a few at 
 and 429 (with `Retry-After`), 5xx and dropped connections are retried with backoff. A 403 never stops the
 collection: it is recorded in `bundle.yaml` under `skipped`, where the `collector-permission-missing` rule
 reads it, as it reads any other request that failed.
+
+A broken or hostile server cannot hold or flood the collection: every request has a deadline (a read timeout
+alone restarts with each byte), the collection has one too, answers are streamed and counted as they arrive,
+decompressed, against caps (a JSON answer, the pages of a list, a log, /metrics), and a list whose `continue`
+token comes back is ended. Each of these is one failed read, recorded like the others; what was read stays. The
+collection's threads are daemons: a signal ends the collection at once, however stuck its requests are, and no
+file is written into the folder after that.
 """
 
 from __future__ import annotations
 
+import codecs
 import email.utils
+import math
 import os
+import queue
 import random
 import ssl
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, TypeVar
 from urllib.parse import urlsplit
 
 import httpx2
@@ -45,11 +55,27 @@ from argo_doctor.errors import ConfigError, InputError
 from argo_doctor.knowledge.components import HOOK_ANNOTATIONS, by_containers
 from argo_doctor.model import DEFAULT_MAX_LOG_BYTES, Needs
 from argo_doctor.snapshot import Obj, Snapshot, gc_paused
+from argo_doctor.sources.files import decode_json, read_option_file
+from argo_doctor.sources.metrics import MAX_METRICS_BYTES, MAX_METRICS_LINE
 from argo_doctor.sources.objects import RawObject, as_int, as_list, mapping
 
 PAGE_SIZE = 500
 CONCURRENCY = 8
 TIMEOUT = 30.0
+"""Seconds one read of an answer may wait for data."""
+REQUEST_DEADLINE = 120.0
+"""Seconds one request may take, its retries and every read of its answer included: a server that sends a byte
+now and then never trips the read timeout, and ends here."""
+DEFAULT_DEADLINE = timedelta(minutes=15)
+"""How long a whole collection may take (`--timeout`); the reads not done by then are recorded as not read."""
+MAX_BODY_BYTES = 256 << 20
+"""The largest JSON answer read, decompressed; a page of 500 objects is a few MiB."""
+MAX_ERROR_BYTES = 64 << 10
+"""What is read of an error answer, for its message."""
+MAX_KUBECONFIG_BYTES = 16 << 20
+"""The largest kubeconfig read (one with hundreds of clusters and embedded certificates is a few MiB)."""
+MAX_PAGES = 10_000
+"""Pages of one list (five million objects at 500 a page); a server that never ends a list is stopped here."""
 ATTEMPTS = 5
 MAX_RETRY_AFTER = 30.0
 GONE_RESTARTS = 3
@@ -61,6 +87,8 @@ RETRIED_STATUS = {429, 500, 502, 503, 504}
 KEPT_METRICS = ("apiserver_requested_deprecated_apis", "apiserver_request_total",
                 "# HELP apiserver_requested_deprecated_apis", "# TYPE apiserver_requested_deprecated_apis")
 """The API server metrics the rules read; the rest of /metrics is not kept."""
+KEPT_METRICS_BYTES = tuple(prefix.encode() for prefix in KEPT_METRICS)
+T = TypeVar("T")
 SLIM_KINDS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
               ("", "Pod"), ("argoproj.io", "Application")}
 WEBHOOK_KINDS = {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
@@ -95,6 +123,10 @@ class ReadOnlyClient:
         self.server = server
         http.event_hooks = {"request": [self._only_get], "response": []}
         self.requests = 0
+        self.until = math.inf
+        """No request goes on past this time (`time.monotonic()`): the deadline of the collection."""
+        self.late = ""
+        """How `until` is named in errors."""
         self._lock = threading.Lock()
 
     @staticmethod
@@ -102,63 +134,142 @@ class ReadOnlyClient:
         if request.method not in ("GET", "HEAD"):
             raise ReadOnlyViolation(f"refused {request.method} {request.url.path}: argo-doctor only reads")
 
-    def get(self, path: str, params: dict[str, str] | None = None, *, stream: bool = False,
-            headers: dict[str, str] | None = None) -> httpx2.Response:
-        """One GET, retried on 429 (after `Retry-After`), 5xx and dropped connections; ApiError otherwise."""
+    def get(self, path: str, params: dict[str, str] | None = None, *,
+            headers: dict[str, str] | None = None) -> Answer:
+        """One GET whose answer has begun, its body left to stream (read it with `Answer.chunks`, or close it);
+        retried on 429 (after `Retry-After`), 5xx and dropped connections; ApiError otherwise."""
+        return self._get(path, params, headers, lambda answer: answer)
+
+    def get_json(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        """A GET whose answer must be a JSON object of at most MAX_BODY_BYTES, decompressed, nested at most
+        `files.MAX_JSON_DEPTH` levels; a connection dropped while it arrives is retried as any other."""
+        return self._get(path, params, None, _json_object)
+
+    def _get(self, path: str, params: dict[str, str] | None, headers: dict[str, str] | None,
+             take: Callable[[Answer], T]) -> T:
         shown = _shown(path, params)
+        deadline = min(self.until, time.monotonic() + REQUEST_DEADLINE)
         for attempt in range(ATTEMPTS):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ApiError(shown, None, self._overdue(deadline))
             with self._lock:
                 self.requests += 1
+            timeout = _within(self._http.timeout, remaining)
             try:
-                request = self._http.build_request("GET", path, params=params, headers=headers)
-                response = self._http.send(request, stream=stream)
+                request = self._http.build_request("GET", path, params=params, headers=headers, timeout=timeout)
+                answer = Answer(self._http.send(request, stream=True), shown, deadline, self._overdue(deadline))
+                if answer.response.status_code in RETRIED_STATUS and attempt < ATTEMPTS - 1:
+                    wait = _retry_after(answer.response.headers.get("retry-after"), attempt)
+                    answer.close()
+                    time.sleep(max(0.0, min(wait, deadline - time.monotonic())))
+                    continue
+                if answer.response.status_code >= 400:
+                    raise ApiError(shown, answer.response.status_code, answer.error_reason())
+                return take(answer)
             except httpx2.TimeoutException:
                 if attempt >= 1:  # a server that hangs twice will hang again
-                    raise ApiError(shown, None, f"no answer within {TIMEOUT:.0f} s (timeout)") from None
-                continue
+                    raise ApiError(shown, None, f"no answer within {timeout.read or remaining:.0f} s (timeout)") \
+                        from None
             except (httpx2.TransportError, httpx2.DecodingError) as exc:
                 if attempt == ATTEMPTS - 1:
                     raise ApiError(shown, None, f"connection failed: {exc or type(exc).__name__}") from None
                 time.sleep(_backoff(attempt))
-                continue
-            if response.status_code in RETRIED_STATUS and attempt < ATTEMPTS - 1:
-                wait = _retry_after(response.headers.get("retry-after"), attempt)
-                response.close()
-                time.sleep(wait)
-                continue
-            if response.status_code >= 400:
-                if stream:
-                    response.read()
-                raise ApiError(shown, response.status_code, status_reason(response))
-            return response
         raise ApiError(shown, None, "no answer after retries")  # pragma: no cover - the loop returns or raises
 
-    def get_json(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
-        """A GET whose answer must be a JSON object."""
-        response = self.get(path, params)
-        kind = response.headers.get("content-type", "")
-        if "json" not in kind:
-            raise ApiError(_shown(path, params), response.status_code,
-                           f"answered {kind.split(';')[0] or 'no content type'}, not JSON (a proxy in the way?)")
-        try:
-            doc = msgspec.json.decode(response.content)
-        except msgspec.DecodeError as exc:
-            raise ApiError(_shown(path, params), response.status_code, f"invalid JSON: {exc}") from None
-        if not isinstance(doc, dict):
-            raise ApiError(_shown(path, params), response.status_code, "answered JSON that is not an object")
-        return doc
+    def _overdue(self, deadline: float) -> str:
+        if deadline >= self.until and self.late:
+            return f"not answered when the collection's deadline ({self.late}) passed"
+        return f"not answered within {REQUEST_DEADLINE:.0f} s (the deadline of a request)"
 
     def close(self) -> None:
         """Close the connections."""
         self._http.close()
 
 
-def _require_text(response: httpx2.Response, shown: str) -> None:
-    """ApiError unless the answer is plain text (a log, metrics): a proxy's HTML page is not a log."""
+class Answer:
+    """An answer whose body streams: read as it arrives, decompressed, until its request's deadline; closed once
+    read."""
+
+    def __init__(self, response: httpx2.Response, request: str, deadline: float, overdue: str) -> None:
+        self.response = response
+        self.request = request
+        self.deadline = deadline
+        self._overdue = overdue
+
+    def chunks(self, limit: float = math.inf) -> Iterator[bytes]:
+        """The body, decompressed, as it arrives; ApiError once the deadline has passed or past `limit` bytes.
+        Transport errors pass through (the caller knows what was read)."""
+        size = 0
+        try:
+            for chunk in self.response.iter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    encoded = self.response.headers.get("content-encoding", "identity") != "identity"
+                    raise ApiError(self.request, self.response.status_code,
+                                   f"answered more than {limit:,} bytes{' decompressed' if encoded else ''}")
+                if time.monotonic() > self.deadline:
+                    raise ApiError(self.request, None, self._overdue)
+                yield chunk
+        finally:
+            self.close()
+
+    def body(self, limit: int) -> bytes:
+        """The whole body; ApiError when it is larger than `limit` bytes, decompressed."""
+        return b"".join(self.chunks(limit))
+
+    def error_reason(self) -> str:
+        """`status_reason` of an error answer, from at most MAX_ERROR_BYTES of its body."""
+        parts: list[bytes] = []
+        size = 0
+        try:
+            for chunk in self.chunks():
+                parts.append(chunk)
+                size += len(chunk)
+                if size >= MAX_ERROR_BYTES:
+                    break
+        except (ApiError, httpx2.TransportError, httpx2.DecodingError):
+            pass
+        finally:
+            self.close()
+        return status_reason(self.response, b"".join(parts)[:MAX_ERROR_BYTES])
+
+    def close(self) -> None:
+        """Release the connection (the rest of the body is not read)."""
+        self.response.close()
+
+
+def _json_object(answer: Answer) -> dict[str, Any]:
+    """The JSON object of an answer (`ReadOnlyClient.get_json`)."""
+    response = answer.response
     kind = response.headers.get("content-type", "")
+    if "json" not in kind:
+        answer.close()
+        raise ApiError(answer.request, response.status_code,
+                       f"answered {kind.split(';')[0] or 'no content type'}, not JSON (a proxy in the way?)")
+    try:
+        doc = decode_json(answer.body(MAX_BODY_BYTES))
+    except msgspec.DecodeError as exc:
+        raise ApiError(answer.request, response.status_code, f"invalid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ApiError(answer.request, response.status_code, "answered JSON that is not an object")
+    return doc
+
+
+def _within(timeout: httpx2.Timeout, remaining: float) -> httpx2.Timeout:
+    """`timeout` with no wait longer than `remaining` seconds."""
+    def cut(value: float | None) -> float:
+        return remaining if value is None else min(value, remaining)
+    return httpx2.Timeout(connect=cut(timeout.connect), read=cut(timeout.read), write=cut(timeout.write),
+                          pool=cut(timeout.pool))
+
+
+def _require_text(answer: Answer) -> None:
+    """ApiError unless the answer is plain text (a log, metrics): a proxy's HTML page is not a log."""
+    kind = answer.response.headers.get("content-type", "")
     if not kind.startswith("text/plain"):
-        response.close()
-        raise ApiError(shown, response.status_code,
+        answer.close()
+        raise ApiError(answer.request, answer.response.status_code,
                        f"answered {kind.split(';')[0] or 'no content type'}, not text (a proxy in the way?)")
 
 
@@ -184,14 +295,14 @@ def _retry_after(header: str | None, attempt: int) -> float:
     return _backoff(attempt)
 
 
-def status_reason(response: httpx2.Response) -> str:
-    """`403 Forbidden: <the API's message>`, from a Status object when there is one."""
+def status_reason(response: httpx2.Response, body: bytes) -> str:
+    """`403 Forbidden: <the API's message>`, from the Status object in `body` when there is one."""
     message = ""
     try:
-        doc = response.json()
+        doc = decode_json(body)
         if isinstance(doc, dict):
             message = str(doc.get("message") or "")
-    except ValueError:
+    except msgspec.DecodeError:
         message = ""
     head = f"{response.status_code} {response.reason_phrase}".strip()
     return f"{head}: {message[:300]}" if message else head
@@ -216,8 +327,9 @@ def http_client(kubeconfig: Path | None = None, context: str | None = None, *, t
     single = None
     reasons = []
     for path in candidates:
-        try:
-            single = KubeConfig.from_file(path).get(context_name=context)
+        try:  # read as inputs are: a FIFO or a device given as the kubeconfig is refused, never waited on
+            conf = yaml.safe_load(read_option_file(path, MAX_KUBECONFIG_BYTES))
+            single = KubeConfig.from_dict(conf, fname=path).get(context_name=context)
         except (LightkubeConfigError, OSError, KeyError, ValueError, TypeError, AttributeError,
                 yaml.YAMLError) as exc:
             reasons.append(f"{path}: {_one_line(exc)}")
@@ -256,7 +368,8 @@ def _plain_http(single: SingleConfig, timeout: float) -> httpx2.Client | None:
 
 def _one_line(exc: BaseException) -> str:
     """The first line of an error (a YAML error spans several), without lightkube's KeyError quotes."""
-    text = str(exc.args[0]) if isinstance(exc, KeyError | LightkubeConfigError) and exc.args else str(exc)
+    text = str(exc.args[0]) if isinstance(exc, KeyError | LightkubeConfigError) and exc.args else \
+        exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return (text.strip().splitlines() or [type(exc).__name__])[0]
 
 
@@ -301,6 +414,8 @@ class LiveOptions:
     """Read the API server's /metrics (when a rule needs it, or for `deprecations --live`)."""
     concurrency: int = CONCURRENCY
     page_size: int = PAGE_SIZE
+    deadline: timedelta = DEFAULT_DEADLINE
+    """How long the whole collection may take; what is not read by then is recorded as not read."""
 
 
 @dataclass
@@ -361,12 +476,29 @@ class Collector:
         self._lock = threading.Lock()
         self._discovered: dict[str, dict[str, Resource] | None] = {}
         self._listed: set[tuple[str, str]] = set()
+        self._stopped = threading.Event()
+        self._files = threading.Lock()
+        """Held by every write into the folder: once `stop` has it, nothing more is written."""
+        self._unstarted = 0
 
     # -- the phases ---------------------------------------------------------------------------
     def run(self) -> Collected:
-        """Collect everything; never raises for a request that failed (it is recorded as skipped)."""
-        with gc_paused():  # pages of JSON allocate millions of objects that live until written
-            return self._run()
+        """Collect everything; never raises for a request that failed (it is recorded as skipped). Whatever ends it
+        otherwise (a signal's SystemExit, Ctrl-C) stops it at once, without waiting for its requests."""
+        self.client.until = time.monotonic() + self.options.deadline.total_seconds()
+        self.client.late = _duration(self.options.deadline)
+        try:
+            with gc_paused():  # pages of JSON allocate millions of objects that live until written
+                return self._run()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """End the collection: no job starts and no file is written after this returns (the threads still waiting
+        on the API are daemons, left to the end of the process)."""
+        with self._files:
+            self._stopped.set()
 
     def _run(self) -> Collected:
         (self.root / "objects").mkdir(parents=True, exist_ok=True)
@@ -388,6 +520,10 @@ class Collector:
         if self.needs.metrics or self.options.metrics:
             self._metrics()
         clock = self._probe_clocks() if self.options.probe_node_clocks else None
+        if self._unstarted:
+            self._skip("reads not started", ApiError("the deadline of the collection", None, (
+                f"{self.client.late} passed with {self._unstarted} list(s) or log(s) not read yet; give more time "
+                "with --timeout")), "deadline")
         self._write_meta(started, version, namespaces, clock)
         self.tally.phase = "done"
         self.progress(self.tally)
@@ -396,8 +532,43 @@ class Collector:
     def _phase(self, name: str, jobs: list[tuple[Resource, str | None]]) -> None:
         self.tally.phase = name
         self.progress(self.tally)
-        with ThreadPoolExecutor(max_workers=self.options.concurrency) as pool:
-            list(pool.map(lambda job: self._list(*job), jobs))
+        self._parallel(self._list, jobs)
+
+    def _parallel(self, work: Callable[..., None], jobs: Sequence[tuple[Any, ...]]) -> None:
+        """`work(*job)` for every job, on at most `concurrency` daemon threads (a thread waiting on a request
+        never holds the process), and the first error of one raised here. Jobs not started by the deadline of the
+        collection are counted, not run."""
+        pending: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        for job in jobs:
+            pending.put(job)
+        errors: list[BaseException] = []
+
+        def worker() -> None:
+            while not self._stopped.is_set():
+                try:
+                    job = pending.get_nowait()
+                except queue.Empty:
+                    return
+                if time.monotonic() >= self.client.until:
+                    with self._lock:
+                        self._unstarted += 1
+                    continue
+                try:
+                    work(*job)
+                except _Stopped:
+                    return
+                except BaseException as exc:  # raised in the main thread, as a pool's map does
+                    errors.append(exc)
+                    return
+
+        threads = [threading.Thread(target=worker, name="argo-doctor-collect", daemon=True)
+                   for _ in range(min(len(jobs), self.options.concurrency))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
 
     def _version(self) -> dict[str, Any]:
         """The API server's version; InputError when the API server does not answer at all."""
@@ -466,7 +637,9 @@ class Collector:
 
     # -- lists ------------------------------------------------------------------------------------
     def _list(self, resource: Resource, namespace: str | None) -> None:
-        """Every page of one list into `objects/`, restarting once the continue token expires (410)."""
+        """Every page of one list into `objects/`, restarting once the continue token expires (410). A list whose
+        continue token comes back within one pass, or that runs past MAX_PAGES, is ended there: its pages read so far
+        stay."""
         key = (resource.need, namespace or "")
         with self._lock:
             if key in self._listed:
@@ -474,34 +647,40 @@ class Collector:
             self._listed.add(key)
             self.tally.kinds += 1
         folder = self.root / "objects" / f"{resource.plural}.{resource.group or 'core'}"
-        folder.mkdir(parents=True, exist_ok=True)
+        self._mkdir(folder)
         prefix = f"{namespace}-" if namespace else ""
         seen: set[tuple[str, str]] = set()
-        page = 0
+        page = received = 0
         path = resource.path(namespace)
-        with ThreadPoolExecutor(max_workers=1) as ahead:  # the next page is asked for while this one is written
-            for _restart in range(GONE_RESTARTS + 1):
-                try:
-                    doc = self.client.get_json(path, {"limit": str(self.options.page_size)})
-                    while True:
-                        token = str(mapping(doc.get("metadata")).get("continue") or "")
-                        following = ahead.submit(self.client.get_json, path, {
-                            "limit": str(self.options.page_size), "continue": token}) if token else None
-                        items = [self._item(resource, i) for i in as_list(doc.get("items")) if isinstance(i, dict)]
-                        fresh = [i for i in items if _key(i) not in seen]
-                        seen.update(_key(i) for i in fresh)
-                        if fresh:
-                            page += 1
-                            self._write_page(folder / f"{prefix}{page:04d}.json", resource, fresh)
-                        if following is None:
-                            return
-                        doc = following.result()
-                except ApiError as exc:
-                    if exc.status == 410 and _restart < GONE_RESTARTS:
-                        continue  # the list changed under us: start again, skipping what is already written
-                    where = f" in {namespace}" if namespace else ""
-                    self._skip(f"list {resource.plural}{where}", exc, f"kind:{resource.need}")
-                    return
+        first = {"limit": str(self.options.page_size)}
+        for _restart in range(GONE_RESTARTS + 1):
+            tokens: set[str] = set()  # of this pass: a list started again may be given the same ones
+            try:
+                doc = self.client.get_json(path, first)
+                while True:
+                    received += 1
+                    token = str(mapping(doc.get("metadata")).get("continue") or "")
+                    endless = _endless(token, tokens, received)
+                    tokens.add(token)
+                    following = _soon(self.client.get_json, path, {**first, "continue": token}) \
+                        if token and not endless else None  # asked for while this page is written
+                    items = [self._item(resource, i) for i in as_list(doc.get("items")) if isinstance(i, dict)]
+                    fresh = [i for i in items if _key(i) not in seen]
+                    seen.update(_key(i) for i in fresh)
+                    if fresh:
+                        page += 1
+                        self._write_page(folder / f"{prefix}{page:04d}.json", resource, fresh)
+                    if endless:
+                        raise ApiError(_shown(path, first), None, endless)
+                    if following is None:
+                        return
+                    doc = following.result()
+            except ApiError as exc:
+                if exc.status == 410 and _restart < GONE_RESTARTS:
+                    continue  # the list changed under us: start again, skipping what is already written
+                where = f" in {namespace}" if namespace else ""
+                self._skip(f"list {resource.plural}{where}", exc, f"kind:{resource.need}")
+                return
 
     def _item(self, resource: Resource, item: dict[str, Any]) -> dict[str, Any]:
         """A list item with the apiVersion and kind that list items leave out."""
@@ -527,8 +706,11 @@ class Collector:
                 for slim in kept:
                     self.slim.add(RawObject(slim, "live"))
         body = msgspec.json.encode({"apiVersion": "v1", "kind": "List", "items": items})
-        path.write_bytes(body)
-        self.written(path)
+        with self._files:
+            if self._stopped.is_set():
+                raise _Stopped
+            path.write_bytes(body)
+            self.written(path)
         with self._lock:
             self.tally.pages += 1
             self.tally.objects += len(items)
@@ -596,8 +778,7 @@ class Collector:
                         for job in self._log_jobs(pod, tail=True))
         self.tally.phase = "logs"
         self.progress(self.tally)
-        with ThreadPoolExecutor(max_workers=self.options.concurrency) as pool:
-            list(pool.map(lambda job: self._log(*job), jobs))
+        self._parallel(self._log, jobs)
 
     def _failing_pods(self, done: set[tuple[str, str]]) -> list[Obj]:
         """Crashing pods in the namespaces Applications deploy to: one per owner (replicas crash alike), at most
@@ -637,44 +818,93 @@ class Collector:
             params["tailLines"] = str(FAILING_POD_TAIL_LINES)
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/log"
         target = self.root / "logs" / pod.namespace / pod.name / f"{container}{'.previous' if previous else ''}.log"
+        what = f"logs of {pod.namespace}/{pod.name} {container}{' (previous)' if previous else ''}"
         try:
-            response = self.client.get(path, params, stream=True)
-            _require_text(response, _shown(path, params))
+            answer = self.client.get(path, params)
+            _require_text(answer)
         except ApiError as exc:
             if exc.status == 400 and previous:  # no previous instance after all
                 return
             if exc.status in (401, 403):  # refused for one pod, refused for the namespace: one record
                 self._skip(f"logs of pods in {pod.namespace}", exc, "logs")
             else:
-                self._skip(f"logs of {pod.namespace}/{pod.name} {container}{' (previous)' if previous else ''}",
-                           exc, "logs")
+                self._skip(what, exc, "logs")
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
+        limit = self.options.max_log_bytes
         written = 0
+        cut: ApiError | None = None
+        text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        ending = "\n"
         try:
-            with target.open("w", encoding="utf-8", errors="replace", newline="") as out:
-                for line in _lines(response.iter_text()):
-                    written += out.write(line)
+            self._mkdir(target.parent)
+            with self._open(target) as out:
+                for chunk in answer.chunks():
+                    kept = chunk[:limit - written]
+                    written += len(kept)
+                    ending = self._append(out, text.decode(kept)) or ending
+                    if len(kept) < len(chunk):  # the API server ignored limitBytes
+                        cut = ApiError(answer.request, None, f"sent more than the {limit:,} bytes asked for; the "
+                                       "rest was not read")
+                        break
+                ending = self._append(out, text.decode(b"", final=True)) or ending
+                if not ending.endswith("\n"):
+                    self._append(out, "\n")
+        except ApiError as exc:
+            cut = ApiError(exc.request, None, f"{exc.reason}; {written:,} bytes read")
         except (httpx2.TransportError, httpx2.DecodingError) as exc:
-            self._skip(f"logs of {pod.namespace}/{pod.name} {container} (cut)", ApiError(
-                _shown(path, params), None, f"connection dropped after {written:,} bytes: {exc}"), "logs")
+            cut = ApiError(answer.request, None, f"connection dropped after {written:,} bytes: {exc}")
         finally:
-            response.close()
+            answer.close()
+        if cut is not None:
+            self._skip(f"{what} (cut)", cut, "logs")
         with self._lock:
             self.tally.logs += 1
             self.tally.log_bytes += written
         self.progress(self.tally)
 
+    def _mkdir(self, folder: Path) -> None:
+        with self._files:
+            if self._stopped.is_set():
+                raise _Stopped
+            folder.mkdir(parents=True, exist_ok=True)
+
+    def _open(self, path: Path) -> TextIO:
+        with self._files:
+            if self._stopped.is_set():
+                raise _Stopped
+            return path.open("w", encoding="utf-8", newline="")
+
+    def _append(self, out: TextIO, text: str) -> str:
+        """Write `text` (unless the collection was stopped); return it."""
+        with self._files:
+            if self._stopped.is_set():
+                raise _Stopped
+            out.write(text)
+        return text
+
     # -- metrics and clocks ----------------------------------------------------------------------------
     def _metrics(self) -> None:
+        """The kept lines of the API server's /metrics, read as they arrive: at most MAX_METRICS_BYTES, lines
+        longer than MAX_METRICS_LINE dropped unread."""
         try:
-            response = self.client.get("/metrics")
-            _require_text(response, "GET /metrics")
+            answer = self.client.get("/metrics")
+            _require_text(answer)
         except ApiError as exc:
             self._skip("API server metrics", exc, "metrics")
             return
+        wanted: list[str] = []
+        try:
+            for line in _short_lines(answer.chunks(MAX_METRICS_BYTES), MAX_METRICS_LINE):
+                if line.startswith(KEPT_METRICS_BYTES):
+                    wanted.append(line.decode("utf-8", "replace").rstrip("\r"))
+        except ApiError as exc:
+            self._skip("API server metrics (cut)", exc, "metrics")
+        except (httpx2.TransportError, httpx2.DecodingError) as exc:
+            self._skip("API server metrics (cut)", ApiError(answer.request, None, f"connection dropped: {exc}"),
+                       "metrics")
+        finally:
+            answer.close()
         (self.root / "metrics").mkdir(exist_ok=True)
-        wanted = [line for line in response.text.splitlines() if line.startswith(KEPT_METRICS)]
         (self.root / "metrics" / "apiserver.prom").write_text("\n".join(wanted) + "\n" if wanted else "")
 
     def _probe_clocks(self) -> dict[str, Any] | None:
@@ -693,12 +923,13 @@ class Collector:
     def _probe(self, path: str) -> dict[str, str] | None:
         sent = datetime.now(UTC)
         try:
-            response = self.client.get(path)
+            answer = self.client.get(path)
         except ApiError as exc:
             self._skip(f"clock probe {path}", exc, "node-proxy" if "/proxy/" in path else "version")
             return None
         received = datetime.now(UTC)
-        date = response.headers.get("date")
+        answer.close()
+        date = answer.response.headers.get("date")
         if not date:
             return None
         return {"date": date, "sent": sent.isoformat(), "received": received.isoformat()}
@@ -734,19 +965,63 @@ class Collector:
             (self.root / "clock.yaml").write_text(yaml.safe_dump(clock, sort_keys=False))
 
 
-def _lines(chunks: Iterable[str]) -> Iterator[str]:
-    """The lines of a streamed text, each with its line ending (the last one given one)."""
-    partial: list[str] = []  # the pieces of a line not ended yet: linear even for a line of megabytes
+class _Stopped(Exception):
+    """The collection was stopped (`Collector.stop`): a thread that meets it ends."""
+
+
+def _soon(call: Callable[..., T], *args: Any) -> Future[T]:
+    """`call(*args)` on a daemon thread of its own (a request that hangs never holds the process)."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call(*args))
+        except BaseException as exc:  # the caller's `result()` raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="argo-doctor-next-page", daemon=True).start()
+    return future
+
+
+def _endless(token: str, tokens: set[str], received: int) -> str:
+    """Why a list must end at this page although the API gave a continue token, or ""."""
+    if not token:
+        return ""
+    if token in tokens:
+        return f"gave a continue token it had already given (page {received}): the list would never end; the rest " \
+               "was not read"
+    if received >= MAX_PAGES:
+        return f"more than {MAX_PAGES:,} pages; the rest was not read"
+    return ""
+
+
+def _short_lines(chunks: Iterable[bytes], longest: int) -> Iterator[bytes]:
+    """The lines of a streamed text without their line ending; a line longer than `longest` bytes is dropped
+    without being held."""
+    parts: list[bytes] = []  # the pieces of a line not ended yet: linear whatever the size of the chunks
+    held = 0
+    dropping = False
     for chunk in chunks:
-        if "\n" not in chunk:
-            partial.append(chunk)
-            continue
-        first, *lines, last = chunk.split("\n")
-        yield "".join((*partial, first, "\n"))
-        yield from (line + "\n" for line in lines)
-        partial = [last] if last else []
-    if partial:
-        yield "".join((*partial, "\n"))
+        *ended, rest = chunk.split(b"\n")
+        for piece in ended:
+            if not dropping and held + len(piece) <= longest:
+                yield b"".join((*parts, piece))
+            parts, held, dropping = [], 0, False
+        if not dropping and rest:
+            parts.append(rest)
+            held += len(rest)
+            if held > longest:
+                parts, held, dropping = [], 0, True
+    if parts:
+        yield b"".join(parts)
+
+
+def _duration(span: timedelta) -> str:
+    """`15m`, `90s`, `1h30m`: a duration as `--timeout` takes it."""
+    seconds = int(span.total_seconds())
+    hours, minutes, seconds = seconds // 3600, seconds // 60 % 60, seconds % 60
+    return "".join(f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (seconds, "s")) if n) or \
+        f"{span.total_seconds():g}s"
 
 
 def _key(item: dict[str, Any]) -> tuple[str, str]:

@@ -15,7 +15,7 @@ from typing import Any, cast
 import msgspec
 
 from argo_doctor.model import Problem
-from argo_doctor.sources.files import open_input
+from argo_doctor.sources.files import MAX_JSON_DEPTH, decode_json, json_too_deep, open_input
 from argo_doctor.sources.workers import pool as worker_pool
 from argo_doctor.timeutil import parse_time
 
@@ -216,7 +216,7 @@ def _quick_time(text: str) -> tuple[bool, datetime | None]:
         body = text.strip()
         if body.startswith("{"):
             try:
-                decoded: Any = msgspec.json.decode(body)
+                decoded: Any = decode_json(body)
             except msgspec.DecodeError:
                 return True, None
             return True, _json_time(decoded) if isinstance(decoded, dict) else None
@@ -230,6 +230,13 @@ def _quick_time(text: str) -> tuple[bool, datetime | None]:
     if time is None or (not body.startswith(("{", "time=", "level=")) and _KLOG.match(body)):
         return False, None
     return True, time
+
+
+def _too_deep(text: str) -> bool:
+    """Whether a line is a JSON object nested too deeply to decode, which `_parse` reads as plain text."""
+    prefix = _KUBECTL_PREFIX.match(text)
+    body = text[prefix.end():].lstrip() if prefix else text.lstrip()
+    return body.startswith("{") and json_too_deep(body)
 
 
 def _json_text(value: Any) -> str:
@@ -258,7 +265,7 @@ def _parse(text: str, reference: datetime) -> _Parsed:
     message = body
     if body.startswith("{"):
         try:
-            decoded: Any = msgspec.json.decode(body)
+            decoded: Any = decode_json(body)
         except msgspec.DecodeError:
             decoded = None
         if isinstance(decoded, dict):
@@ -561,6 +568,8 @@ def _dispatch_line(
         state.report("utf8", line_no, "log line is not valid UTF-8; undecodable bytes replaced")
         text = data.decode("utf-8", errors="replace")
     text = text.replace("\x00", "").rstrip("\r")
+    if _too_deep(text):
+        state.report("deep", line_no, f"JSON nested more than {MAX_JSON_DEPTH} levels deep; read as plain text")
     if len(text) <= EXCERPT_LIMIT:
         record = LogRecord.unparsed(text, state.file, line_no, reference)
     else:

@@ -576,8 +576,10 @@ def _yaml_documents(
             doc = fast_yaml.load(chunk)
             lines = fast_yaml.item_lines(chunk, doc)
         except fast_yaml.Unsupported:
-            # with the next document's marker, so that an error at it reads as it does in the whole file
-            yield from _pyyaml_documents(data[start:end + 3], display, problems, False, base_line)
+            # with the next document's marker, so that an error at it reads as it does in the whole file; the empty
+            # document the marker opens is not one of this file's (the next span reads it), as no empty one is
+            yield from (found for found in _pyyaml_documents(data[start:end + 3], display, problems, False, base_line)
+                        if found[1] is not None)
             continue
         if doc is not None:
             yield base_line + fast_yaml.root_line(chunk) + 1, doc, [base_line + line + 1 for line in lines]

@@ -1,9 +1,12 @@
 """Keep secret values and terminal control sequences out of every output.
 
 `clean` is the one function every outgoing text passes through: it replaces the Secret values a
-snapshot holds (`SecretScrubber`), then credential patterns (`redact_text`), and for human-oriented
-formats strips control characters (`printable`). It walks whole outputs (strings, lists, dicts,
-dataclasses) so that a reporter or command hands it what it is about to print.
+snapshot holds (`SecretScrubber`: each value, the values inside a JSON or YAML one, and the forms they take in
+logs), then credential patterns (`redact_text`), and for human-oriented formats strips control characters
+(`printable`). A text is redacted as it is and as it is shown, colour codes removed, so that neither form gives a
+secret away. It walks whole outputs (strings, lists, dicts, dataclasses) so that a reporter or command hands it
+what it is about to print. `scrub_dsn` removes the password from a PostgreSQL connection string and from the
+errors that quote one.
 
 `Redactor` is the redactor of bundles written to disk (`collect`, `redact`): Secret values become
 fingerprints, the places that hold credentials by name (env values, ConfigMap data, annotations, Helm
@@ -24,6 +27,9 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
+from urllib.parse import quote, quote_plus
+
+import yaml
 
 T = TypeVar("T")
 _Repl = str | Callable[[re.Match[str]], str]
@@ -103,16 +109,19 @@ def _password_value(match: re.Match[str]) -> str:
 
 
 def _secret_value(match: re.Match[str]) -> str:
-    """A value under a secret/token/key-like name: credentials, or any value after `=` or a JSON
-    colon, except a Kubernetes resource name (`secret=argocd-repo-creds`, `/Secret:monitoring/grafana`),
-    a short number, a reference or a literal; and anything under OAuth's `client_secret`."""
+    """A value under a secret/token/key-like name: credentials, or any value after `=` or a JSON colon, or any bare
+    value long enough under a setting's name (`webhook.github.secret: x`, `X-Api-Key: x`, not prose's `token: expired`
+    or helm-check's advice `set apiToken: "static"`), except a Kubernetes resource name (`secret=argocd-repo-creds`,
+    `/Secret:monitoring/grafana`), a short number, a reference or a literal; and anything under OAuth's
+    `client_secret`."""
     key, sep, quote, value = match.group(1), match.group(2), match.group(3), match.group(4)
     if _not_a_value(value):
         return match.group(0)
     if not _ANY_VALUE_KEY.search(key):
         if _resource_like(value) or (value.isdigit() and len(value) < 8):
             return match.group(0)
-        if not (("=" in sep or '"' in sep) and len(value) >= 4) and not _credential_like(value):
+        if (not (("=" in sep or '"' in sep) and len(value) >= 4) and not _credential_like(value)
+                and not (_SETTING_NAME.search(key) and not quote and len(value) >= MIN_SECRET_LENGTH)):
             return match.group(0)
     return f"{key}{sep}{quote}{PLACEHOLDER}"
 
@@ -126,8 +135,67 @@ def _json_secret_value(match: re.Match[str]) -> str:
 
 
 _ANY_VALUE_KEY = re.compile(r"(?i)client[_.-]?secret$|secret[_.-]?(?:access[_.-]?)?key$|webhook[_.-]?secret$")
+_SETTING_NAME = re.compile(r"[A-Za-z0-9][._-][A-Za-z0-9]|[a-z][A-Z]")
+"""A name of a setting or a header (`webhook.github.secret`, `X-Api-Key`, `clientSecret`), not a word of prose."""
+
+
+_FLAG_TYPES = frozenset({"string", "strings", "stringArray", "stringToString"})
+"""What a Go program's usage text writes after a flag in place of its value (`--auth-token string`)."""
+
+
+def _flag_value(match: re.Match[str]) -> str:
+    """`--password VALUE`: the value, but a reference, a literal or the type a usage text names."""
+    value = match.group(3)
+    return match.group(0) if _not_a_value(value) or value in _FLAG_TYPES else match.group(1) + PLACEHOLDER
+
+
+def _query_value(match: re.Match[str]) -> str:
+    """A credential in a URL's query (`?sig=`, `&code=`, `?token=`): any value but a short number or a reference."""
+    value = match.group(2)
+    if _not_a_value(value) or (value.isdigit() and len(value) < 8):
+        return match.group(0)
+    return match.group(1) + PLACEHOLDER
+
+
+_COOKIE_PAIR = re.compile(r"([A-Za-z0-9!#$%&*+.^_`|~-]+=)" + _NOT_REDACTED + r"[^;,\s\"'\]\\]+")
+
+
+def _cookies(match: re.Match[str]) -> str:
+    """The values of a `Cookie` header, or of the cookie a `Set-Cookie` sets (its attributes stay)."""
+    head, pairs = match.group(1), match.group(2)
+    if head[:4].lower() != "set-":
+        return head + _COOKIE_PAIR.sub(r"\1<redacted>", pairs)
+    return head + (_COOKIE_PAIR.sub(r"\1<redacted>", pairs, count=1) if _COOKIE_PAIR.match(pairs) else pairs)
+
+
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+
+
+def _header_value(match: re.Match[str]) -> str:
+    """The value of a `name:`/`value:` pair (a Notifications service's headers, an env list in text) whose name
+    says it is a credential, but a literal or a reference (`Bearer $events-bridge-token`)."""
+    name, words = match.group("name"), match.group("value").split()
+    if not (_secret_name(name) or name.lower() in _CREDENTIAL_HEADERS) or not words or _not_a_value(words[-1]):
+        return match.group(0)
+    text, start = match.group(0), match.start()
+    return text[: match.start("value") - start] + PLACEHOLDER + text[match.end("value") - start:]
+
+
 _KEY_END = r"(?![A-Za-z0-9])"
 _SEP = r"(\\*[\"']?[ \t]*[=:][ \t]*\[?)"  # `=`, `: `, `":` (also JSON-escaped in a string: `\":`), Go's `:[`
+
+_Q = r"\\*[\"']?"  # an optional quote, also JSON-escaped
+
+
+def _pair_value(word: str) -> str:
+    """The value of a `name`/`value` pair: quoted, or bare words of `word` characters (`Bearer x`)."""
+    return (r"(?P<quote>\\*[\"'])?" + _NOT_REDACTED
+            + rf"(?P<value>(?(quote)(?:(?!(?P=quote)).)*|{word}+(?:[ \t]+{word}+)*))")
+
+
+_PAIR_NAME = r"(?P<name>[A-Za-z0-9_.-]+)"
+_PAIR_GAP = r"[ \t]*(?:,[ \t]*|\r?\n[ \t]*)"
+"""Between the `name:` and `value:` of one entry: a comma (JSON, YAML flow), or a line break (a YAML block)."""
 
 _TIMESTAMP = r"[ \t]*(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)\s+)?"
 """The `kubectl logs --timestamps` prefix a log line may start with."""
@@ -168,10 +236,11 @@ _PATTERNS: tuple[tuple[str, _Needles, re.Pattern[str], _Repl], ...] = (
         ),
         "<redacted private key>",
     ),
-    # a JWT, looked for from the first `eyJ` at a word start of a run of base64url characters
+    # a JWT, looked for from the first `eyJ` at a word start of a run of base64url characters; its claims may be as
+    # short as `e30` (`{}`) and its signature empty (`alg: none`)
     (
         "jwt", _Needles(("eyJ",)),
-        re.compile(r"(?<![A-Za-z0-9_-])(?>([A-Za-z0-9_-]*?)\beyJ)[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\."
+        re.compile(r"(?<![A-Za-z0-9_-])(?>([A-Za-z0-9_-]*?)\beyJ)[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{2,}+\."
                    r"[A-Za-z0-9_-]*+"),
         r"\1<redacted jwt>",
     ),
@@ -202,17 +271,73 @@ _PATTERNS: tuple[tuple[str, _Needles, re.Pattern[str], _Repl], ...] = (
         _authorization,
     ),
     (
-        # a credential after Bearer/Basic anywhere, when it is not a word ("basic authentication")
+        # a credential after Bearer/Basic anywhere (`Bearer%20…` in a URL, `Bearer token …`), when it is not a word
+        # ("basic authentication")
         "authorization", _Needles(("bearer", "basic"), fold=True),
-        re.compile(r"\b((?i:bearer|basic))\s+(?=[A-Za-z0-9._~+/=-]*(?:[0-9+/=]|[A-Z][a-z]|[a-z][A-Z]))"
-                   r"[A-Za-z0-9._~+/=-]{12,}"),
-        r"\1 <redacted>",
+        re.compile(r"(?:\b|(?<=%20))((?i:bearer|basic)(?:\s+|%20|\+)(?:(?i:token)\s+)?)"
+                   r"(?=[A-Za-z0-9._~+/=-]*(?:[0-9+/=]|[A-Z][a-z]|[a-z][A-Z]))[A-Za-z0-9._~+/=-]{12,}"),
+        r"\1<redacted>",
     ),
-    # a password in a URL: `scheme://user:password@host`, the password possibly holding `/` (not a `:port/`)
+    # a password in a URL: `scheme://user:password@host` or `redis://:password@host`, the password possibly
+    # holding `/` (not a `:port/`)
     (
         "url-password", _Needles(("://",)),
-        re.compile(r"(://[^/\s:@\"']+:)(?!\d+(?:/|$))" + _NOT_REDACTED + r"(?:(?!://)[^@\s\"'])+@"),
+        re.compile(r"(://[^/\s:@\"']*:)(?!\d+(?:/|$))" + _NOT_REDACTED + r"(?:(?!://)[^@\s\"'])+@"),
         r"\1<redacted>@",
+    ),
+    # a Go MySQL driver DSN: `user:password@tcp(host:3306)/db`, `user:password@unix(/run/mysqld.sock)/db`
+    (
+        "url-password", _Needles(("@tcp", "@udp", "@unix(")),
+        re.compile(r"(?<![A-Za-z0-9_.~!$%^&*+/:@-])([A-Za-z0-9_.-]*:)" + _NOT_REDACTED
+                   + r"[A-Za-z0-9_.~!$%^&*+/:-]+@(?=(?:tcp[46]?|udp[46]?|unix)\()"),
+        r"\1<redacted>@",
+    ),
+    # a chat webhook URL, whose path is the credential: Slack, Discord, Microsoft Teams; and a Mattermost-like
+    # `/hooks/<key>` whose key looks random (GitLab's `/hooks/2` is an id)
+    (
+        "webhook-url", _Needles(("hooks.slack", "discord", "office.com/webhook", "office365.com/webhook"), fold=True),
+        re.compile(r"(?i)((?<![A-Za-z0-9.-])(?:hooks\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/"
+                   r"|(?:[a-z0-9-]+\.)*discord(?:app)?\.com/api/(?:v\d+/)?webhooks/"
+                   r"|[a-z0-9-]+\.webhook\.office\.com/webhookb2/|outlook\.office(?:365)?\.com/webhook/))"
+                   + _NOT_REDACTED + r"[^\s\"'<>\\]+"),
+        r"\1<redacted>",
+    ),
+    (
+        "webhook-url", _Needles(("/hooks/",)),
+        re.compile(r"(?<=[A-Za-z0-9])(/hooks/)(?=[a-z0-9]*[0-9])(?=[a-z0-9]*[a-z])[a-z0-9]{20,}(?![A-Za-z0-9])"),
+        r"\1<redacted>",
+    ),
+    # a credential in a URL's query: a signature (`sig`, Azure's SAS; `X-Amz-Signature`), an OAuth `code`, any
+    # `…token`, `…secret`, `…key`, password; also after a JSON-escaped `&` (`\u0026`)
+    (
+        "query-credential", _Needles(("sig", "code=", "token=", "secret=", "key=", "password=", "passwd=",
+                                      "credential="), fold=True),
+        re.compile(r"(?i)((?:[?&]|\\u0026)(?:x-(?:amz|goog)-)?(?:sig|signature|credential|code|[a-z_-]*token"
+                   r"|[a-z_-]*secret|[a-z_-]*key|password|passwd)=)" + _NOT_REDACTED + r"([^&#\s\"'<>\\]+)"),
+        _query_value,
+    ),
+    # the values of a `Cookie` header, the value of the cookie a `Set-Cookie` sets
+    (
+        "cookie", _Needles(("cookie",), fold=True),
+        re.compile(r"(?i)((?<![A-Za-z0-9_-])(?:set-)?cookie\\*[\"']?[ \t]*[=:][ \t]*\[?\\*[\"']?)"
+                   r"((?:[A-Za-z0-9!#$%&*+.^_`|~-]+=[^;,\s\"'\]\\]*(?:;[ \t]*)?)+)"),
+        _cookies,
+    ),
+    # the value of an entry named like a credential in a list of `name`/`value` pairs (a Notifications service's
+    # `headers`, an `env` list in text), the name first or last
+    (
+        "header-value", _Needles(("value",), fold=True),
+        re.compile(r"(?i)(?<![A-Za-z0-9_-])" + _Q + "name" + _Q + r"[ \t]*[:=][ \t]*" + _Q + _PAIR_NAME + _Q
+                   + _PAIR_GAP + _Q + "value" + _Q + r"[ \t]*[:=][ \t]*" + _pair_value(r"[^\s,}\]\"'\\#]")),
+        _header_value,
+    ),
+    (
+        "header-value", _Needles(("value",), fold=True),
+        # a bare value without `:`, so that a try never runs past the next `value:`
+        re.compile(r"(?i)(?<![A-Za-z0-9_-])" + _Q + "value" + _Q + r"[ \t]*[:=][ \t]*"
+                   + _pair_value(r"[^\s,}\]\"'\\#:]") + r"(?(quote)(?P=quote))" + _PAIR_GAP
+                   + _Q + "name" + _Q + r"[ \t]*[:=][ \t]*" + _Q + _PAIR_NAME + "(?![A-Za-z0-9_.-])"),
+        _header_value,
     ),
     # password-like names: any value, quoted, escaped-quoted or bare (`password="x"`, `DB_PASSWORD=x`,
     # `pgpassword: x`, `{\"password\":\"x\"}` inside a JSON-escaped log message)
@@ -224,12 +349,22 @@ _PATTERNS: tuple[tuple[str, _Needles, re.Pattern[str], _Repl], ...] = (
         ),
         _password_value,
     ),
+    # a command line flag named like a credential and its value after a space or in the next item of an argument
+    # list (`--password VALUE`, `"-token", "VALUE"`), not a file (`--password /run/secrets/db`, `--password-file`) or
+    # the next flag
+    (
+        "password", _Needles(("password", "passwd", "passphrase", "token", "secret", "apikey", "api-key"), fold=True),
+        re.compile(r"(?i)((?<![A-Za-z0-9_-])--?[A-Za-z0-9-]*(?:password|passwd|passphrase|token|secret|api-?key)"
+                   r"(?![A-Za-z0-9_-])(?:[ \t]+|\\*[\"'][ \t]*,[ \t]*)(\\*[\"'])?)" + _NOT_REDACTED + r"(?![-$/~.])"
+                   r"((?(2)(?:(?!\2).)+|[^\s\"'\\]+))"),
+        _flag_value,
+    ),
     # secret/token/key-like names: see _secret_value
     (
-        "secret-field", _Needles(("secret", "token", "key", "credential", "auth"), fold=True),
+        "secret-field", _Needles(("secret", "token", "key", "credential", "auth", "bearer"), fold=True),
         re.compile(
             r"((?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*"
-            r"(?i:secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|\bauth)" + _KEY_END + ")"
+            r"(?i:secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|\bauth|bearer)" + _KEY_END + ")"
             + _SEP + r"(\\*[\"']?)" + _NOT_REDACTED + r"([A-Za-z0-9+/._~=:!@#$%^*-]+)"
         ),
         _secret_value,
@@ -283,6 +418,32 @@ def redact_text(text: str) -> str:
     return _patterns(text, None)
 
 
+_PG_PASSWORD = re.compile(r"(?i)(?<![A-Za-z0-9_?&])(password\s*=\s*)" + _NOT_REDACTED
+                          + r"('(?:[^'\\]|\\.)*'?|[^\s']+(?:[ \t]+(?![A-Za-z_]+\s*=)[^\s']+)*)")
+"""libpq's `password=` keyword, its value single-quoted with backslash escapes (unterminated too) or bare, up to the
+next keyword (a bare one with spaces is an error that libpq quotes)."""
+_PG_URL = re.compile(r"(?i)(postgres(?:ql)?://[^:/?#@\s]*:)" + _NOT_REDACTED + r"[^/?#\n]*@")
+"""The password of a PostgreSQL URL, up to the last `@` before the path: spaces and `@` included."""
+MAX_DSN = 1024
+"""The longest part of a connection string a parse error's quote is taken for (a try never runs further)."""
+_PG_ECHOED = re.compile(
+    r"(?m)((?:invalid percent-encoded token: |unexpected spaces found in |missing \"=\" after |invalid connection "
+    r"option )\")" + _NOT_REDACTED + rf"[^\n]{{0,{MAX_DSN}}}?"
+    r"(?=\"(?: in connection info string|, use percent-encoded|\s*$))"
+)
+"""The part of a connection string that libpq's and psycopg's parse errors quote: any token of it, a password's
+included (`missing "=" after "Secret99"` from `password=Hunter2 Secret99`)."""
+
+
+def scrub_dsn(text: str) -> str:
+    """`text` (a PostgreSQL connection string or URL, or an error message about one) without its password: libpq's
+    `password=` keyword, a URL's password, the parts of the string that parse errors quote, and every credential
+    pattern of `redact_text` (`?password=`, `PGPASSWORD=`)."""
+    text = _PG_PASSWORD.sub(r"\1<redacted>", text)
+    text = _PG_URL.sub(r"\1<redacted>@", text)
+    return redact_text(_PG_ECHOED.sub(r"\1<redacted>", text))
+
+
 def _patterns(text: str, counts: Counter[str] | None) -> str:
     """`text` through every pattern; each replacement counted in `counts` by kind of secret when it is given."""
     needles = _needles_in(text)
@@ -321,6 +482,17 @@ def printable(text: str) -> str:
     if not _CONTROL.search(text):
         return text
     return _CONTROL.sub("", _CONTROL_SEQUENCE.sub("", text))
+
+
+_ESCAPED_SEQUENCE = r"\\(?:u001[bB]|x1[bB]|033|e)\[[0-?]*[ -/]*[@-~]"
+"""A CSI sequence written escaped, as a JSON log or Go's `%q` writes a colour code (`\\u001b[31m`)."""
+_ESCAPED_CONTROL = re.compile(_ESCAPED_SEQUENCE)
+
+
+def _shown(text: str) -> str:
+    """`text` as a terminal or a log viewer shows it: without control sequences, raw or escaped."""
+    shown = printable(text)
+    return _ESCAPED_CONTROL.sub("", shown) if "\\" in shown and "[" in shown else shown
 
 
 def fingerprint(value: str | bytes) -> str:
@@ -364,30 +536,97 @@ MIN_SECRET_LENGTH = 6
 _TIMESTAMP_VALUE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
 """A time (argocd-secret's `admin.passwordMtime`) is no credential, and scrubbing it would blank the same time
 wherever it appears."""
-DOCKER_CONFIG_KEYS = frozenset({".dockerconfigjson", ".dockercfg"})
+_PUBLIC_NESTED_KEYS = PUBLIC_SECRET_KEYS | {
+    "caData", "certData", "serverName", "command", "args", "apiVersion", "installHint", "clusterName", "roleARN",
+    "email",
+}
+"""Fields inside a structured Secret value that hold no credential: a cluster Secret's `config` (its CA and client
+certificates, its exec plugin's command line), a registry config's e-mail address."""
+MAX_STRUCTURED = 1 << 16
+"""A Secret value longer than this is not read as JSON or YAML: its lines are scrubbed, not the values inside it."""
+_NESTING = 2
+"""How deep values are looked for inside values (a registry `auth` inside a config inside a Secret value)."""
+_YAML_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s,\]}]", re.M)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PRINTABLE_TEXT = re.compile(r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
 
 
-def _docker_credentials(text: str) -> list[str]:
-    """From a `.dockerconfigjson`/`.dockercfg` value: each `auth` (as stored and decoded, `user:password`),
-    each password and each identity or registry token."""
+def _structured(text: str) -> Any:
+    """The JSON or YAML document a Secret value holds (an Argo CD cluster `config`, a registry config, a config
+    file); None for anything else, a value too long and YAML with anchors or aliases (an expansion bomb)."""
+    if len(text) > MAX_STRUCTURED or not text:
+        return None
+    if text[0] in "{[":
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError):
+            pass
+    if "\n" not in text or ":" not in text or text.startswith("-----BEGIN ") or _YAML_ALIAS.search(text):
+        return None
     try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
-        return []
-    registries = doc.get("auths", doc) if isinstance(doc, dict) else None
-    found: list[str] = []
-    for entry in registries.values() if isinstance(registries, dict) else ():
-        if not isinstance(entry, dict):
+        return yaml.load(text, Loader=_YAML_LOADER)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+
+
+def _nested(doc: Any) -> Iterator[tuple[str, str]]:
+    """(key, value) of each string inside a parsed document; a list's items under the key of the list."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        key, item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((str(k), v) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((key, v) for v in item)
+        elif isinstance(item, str):
+            yield key, item
+
+
+def _base64_text(value: str) -> str | None:
+    """The text a base64 value encodes (a cluster config's `keyData`, a registry `auth`); None when it is not
+    base64 of printable UTF-8."""
+    if len(value) < 8 or len(value) % 4:
+        return None
+    try:
+        text = base64.b64decode(value, validate=True).decode()
+    except (binascii.Error, ValueError):
+        return None
+    return text if _PRINTABLE_TEXT.fullmatch(text) else None
+
+
+def _forms(value: str) -> Iterator[str]:
+    """The forms a value takes in logs: URL-encoded, JSON-escaped (as Python and Go write it), base64 (also without
+    padding), base64url without padding, hex."""
+    raw = value.encode()
+    escaped = json.dumps(value, ensure_ascii=False)[1:-1]
+    yield from (quote(value, safe=""), quote_plus(value, safe=""), escaped, json.dumps(value)[1:-1],
+                escaped.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"),
+                base64.b64encode(raw).decode(), base64.b64encode(raw).decode().rstrip("="),
+                base64.urlsafe_b64encode(raw).decode().rstrip("="), raw.hex())
+
+
+def _learnable(text: str, depth: int = 0) -> Iterator[str]:
+    """What of one decoded Secret value to scrub, when long enough: the value and its forms (`_forms`), each of its
+    lines; in a JSON or YAML document, the same of each value inside it that may be a credential (under a key named
+    like one, or random-looking: not a plain setting such as `IfNotPresent`), of the text a base64 one encodes, and
+    of the password of a registry `auth` (`user:password`)."""
+    value = text.strip()
+    if len(value) < MIN_SECRET_LENGTH:
+        return
+    yield value
+    yield from _forms(value)
+    yield from text.splitlines()
+    if depth >= _NESTING:
+        return
+    for key, nested in _nested(_structured(value)):
+        if key in _PUBLIC_NESTED_KEYS or not (_secret_name(key) or _credential_like(nested)):
             continue
-        for key in ("auth", "password", "identitytoken", "registrytoken"):
-            value = entry.get(key)
-            if isinstance(value, str):
-                found.append(value)
-        auth = entry.get("auth")
-        if isinstance(auth, str):
-            pair = _decoded(auth).decode("utf-8", "replace")
-            found.extend((pair, pair.partition(":")[2]))
-    return found
+        yield from _learnable(nested, depth + 1)
+        decoded = _base64_text(nested.strip())
+        if decoded is not None:
+            yield from _learnable(decoded, depth + 1)
+            if key.lower() == "auth":
+                yield from _learnable(decoded.partition(":")[2], depth + 1)
 
 
 def _is_secret(obj: dict[str, Any]) -> bool:
@@ -415,9 +654,10 @@ SecretValue = tuple[str, str, str]
 def secret_values(obj: dict[str, Any]) -> list[SecretValue]:
     """The values of a Secret to scrub from output, each with where it is: each whole value, decoded (even a short
     one, which the scrubber then names as too short to hide); when long enough to mean something, the value as stored
-    (base64 under `data`) and base64-encoded, each line of a multi-line one (a PEM body, a config file) and the
-    credentials inside a registry config. Those of its last-applied configuration too (an older value may still show
-    in a log); never a fingerprint (a redacted bundle) or a time."""
+    (base64 under `data`) and what `_learnable` finds in it: its forms in logs, its lines (a PEM body, a config file),
+    the values inside a JSON or YAML one (a cluster `config`'s `bearerToken`, a registry config's password). Those of
+    its last-applied configuration too (an older value may still show in a log); never a fingerprint (a redacted
+    bundle) or a time."""
     if not _is_secret(obj):
         return []
     meta = obj.get("metadata")
@@ -426,8 +666,9 @@ def secret_values(obj: dict[str, Any]) -> list[SecretValue]:
     found: dict[str, tuple[str, str]] = {}
     applied = _last_applied(obj)
     if isinstance(applied, dict):
+        named = {key: meta[key] for key in ("namespace", "name") if key in meta}  # not its annotation again
         found.update((value, (key, name)) for value, key, name in secret_values(
-            {**applied, "kind": "Secret", "apiVersion": "v1", "metadata": meta}))
+            {**applied, "kind": "Secret", "apiVersion": "v1", "metadata": named}))
     for key, decode in (("data", True), ("stringData", False)):
         values = obj.get(key)
         if not isinstance(values, dict):
@@ -438,12 +679,9 @@ def secret_values(obj: dict[str, Any]) -> list[SecretValue]:
             where = (str(name), secret)
             raw = _decoded(value) if decode else str(value).encode()
             text = raw.decode("utf-8", "replace")
-            parts = [str(value), base64.b64encode(raw).decode(), *text.splitlines()]
-            if name in DOCKER_CONFIG_KEYS:
-                parts.extend(_docker_credentials(text))
             if text.strip():
                 found.setdefault(text.strip(), where)
-            for part in parts:
+            for part in (str(value), base64.b64encode(raw).decode(), *_learnable(text)):
                 if len(part.strip()) >= MIN_SECRET_LENGTH:
                     found.setdefault(part.strip(), where)
     return sorted((value, *where) for value, where in found.items() if not _TIMESTAMP_VALUE.fullmatch(value))
@@ -565,10 +803,16 @@ def names_of(obj: dict[str, Any]) -> Iterator[str]:
                 yield from names_of(item)
 
 
+_ESCAPE_BEFORE = re.compile(r"(?:\\[nrt]|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|" + _ESCAPED_SEQUENCE + ")$")
+"""What ends in a letter without being part of a word: an escaped line break or tab (`\\n`, a JSON string), a colour
+code, raw or escaped (`\x1b[31m`, `\\u001b[31m`)."""
+
+
 def _bounded(text: str, at: int, value: str) -> bool:
     """Whether `value` at `at` in `text` is not the middle of a word."""
     end = at + len(value)
-    if value[0].isalnum() and at > 0 and text[at - 1].isalnum():
+    if (value[0].isalnum() and at > 0 and text[at - 1].isalnum()
+            and not _ESCAPE_BEFORE.search(text, max(0, at - 16), at)):
         return False
     return not (value[-1].isalnum() and end < len(text) and text[end].isalnum())
 
@@ -576,7 +820,8 @@ def _bounded(text: str, at: int, value: str) -> bool:
 def redact(text: str, scrubber: SecretScrubber | None = None) -> str:
     """`text` without anything that looks like a credential and without the snapshot's Secret values. The patterns
     run first, so that a Secret value replaced inside a URL or a header cannot hide the rest of the credential from
-    them, and again when the scrubber changed the text."""
+    them, and again when the scrubber changed the text. A text with control sequences (colour codes) is redacted as
+    it is and as it is shown: when only the shown text gives a secret away, the shown text, redacted, is returned."""
     return _redact(text, scrubber, None)
 
 
@@ -590,6 +835,17 @@ def _redact(text: str, scrubber: SecretScrubber | None, counts: Counter[str] | N
             plain: set[str] | None = None) -> str:
     """`redact`, each replacement counted in `counts` when it is given (a Secret value as `secret-copy`). `plain`:
     texts known to go through the patterns unchanged, to which those met are added."""
+    done = _redact_as_is(text, scrubber, counts, plain)
+    shown = _shown(done)
+    if shown == done:
+        return done
+    again = _redact_as_is(shown, scrubber, counts, plain)
+    return done if again == shown else again
+
+
+def _redact_as_is(text: str, scrubber: SecretScrubber | None, counts: Counter[str] | None,
+                  plain: set[str] | None) -> str:
+    """`_redact` of the text as it is, control sequences and all."""
     if plain is not None and text in plain:
         done = text
     else:

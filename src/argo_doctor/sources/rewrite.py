@@ -6,8 +6,8 @@ file to learn the bundle's Secret values, the second writes each file:
 
 - `objects/**` object files are re-serialised in their own format, every object through `Redactor.obj`: YAML stays
   YAML (one document per document, multi-line strings as literal blocks, comments dropped), JSON stays JSON
-  (indented by 2). A file the reader cannot parse (or refuses: too large, binary, an alias bomb) is copied through
-  the text redaction instead, and reported.
+  (indented by 2); an empty document is not written. A file the reader cannot parse (or refuses: too large, binary,
+  an alias bomb) is copied through the text redaction instead, and reported.
 - `audit/**`: each event's `requestObject` and `responseObject` through `Redactor.obj` (a patch of a Secret read as
   a Secret), its other strings through `Redactor.text` but the fields that identify the request (user, objectRef,
   IDs, times); an event nothing changes in keeps its line byte for byte.
@@ -201,14 +201,17 @@ class _Rewrite:
             return
         problems: list[Problem] = []
         with target.open("wb") as out:
-            for count, (form, doc) in enumerate(read_documents(self.root / rel, self._display(rel), problems,
-                                                                self.root)):
+            written = 0
+            for form, doc in read_documents(self.root / rel, self._display(rel), problems, self.root):
+                if doc is None:  # an empty document: writing it as `null` would add a document to each pass
+                    continue
                 done = self._document(doc)
                 if form == "json":
                     out.write(msgspec.json.format(msgspec.json.encode(done), indent=2) + b"\n")
                 else:
                     text = yaml.dump(done, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
-                    out.write((b"---\n" if count else b"") + text.encode())
+                    out.write((b"---\n" if written else b"") + text.encode())
+                written += 1
         if problems:
             self._text(rel, target, self.redactor.lines, problems[0])
 
