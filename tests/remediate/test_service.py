@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from argo_doctor.errors import StoreError
 from argo_doctor.remediate.kube import KubeClient, KubeError
 from argo_doctor.remediate.policy import parse_policy
 from argo_doctor.remediate.restarter import Notification, Restarter
@@ -384,6 +385,39 @@ def test_only_the_rollouts_an_application_lists_are_decided(api: FakeApiServer, 
     api.add_object(app)
     got = decisions(make().notify())
     assert set(got) == {"apps/checkout", "apps/payments", "apps/catalog", "apps/solo"}
+
+
+def test_a_rollout_the_application_still_lists_but_that_is_gone_is_skipped(api: FakeApiServer,
+                                                                           make: Callable[..., Service]) -> None:
+    app = json.loads(json.dumps(next(o for o in api.objects() if o["kind"] == "Application")))
+    app["status"]["resources"].append({"group": "argoproj.io", "version": "v1alpha1", "kind": "Rollout",
+                                       "namespace": "apps", "name": "deleted"})
+    api.add_object(app)
+    got = decisions(make().notify())
+    assert got["apps/deleted"] == ("skipped", "the Rollout does not exist")
+    assert got["apps/checkout"][0] == "restarted"
+
+
+def test_an_audit_trail_that_fails_after_a_restart_is_said_and_never_retried(
+        api: FakeApiServer, make: Callable[..., Service]) -> None:
+    """The restart is done: a 503 would make Notifications send again. A skip not recorded is a 503 (retry)."""
+    service = make()
+    original = service.store.record
+    failing_for = {"apps/checkout"}
+
+    def failing(entry: Any) -> int:
+        if entry.rollout in failing_for:
+            raise StoreError("audit store sqlite:///x: cannot write: disk I/O error")
+        return original(entry)
+
+    service.store.record = failing  # type: ignore[method-assign]
+    got = decisions(service.notify())["apps/checkout"]
+    assert got[0] == "restarted" and got[1].endswith("(audit record failed: audit store sqlite:///x: cannot write: "
+                                                     "disk I/O error)")
+    assert len(patches(api)) == 1
+    failing_for = {"apps/payments"}  # a crash-looping one: skipped, and that cannot be recorded
+    assert service.notify().status_code == 503
+    assert len(patches(api)) == 1
 
 
 def test_only_degraded_rollouts_have_their_pods_read(api: FakeApiServer, make: Callable[..., Service]) -> None:
