@@ -626,3 +626,73 @@ def test_scrub_dsn_keeps_what_holds_no_password() -> None:
         "host=db password=<redacted> sslmode=require")
     assert redact_module.scrub_dsn('missing "=" after "Secret99" in connection info string') == (
         'missing "=" after "<redacted>" in connection info string')
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a lone credential after Authorization: mixed case is enough from 16 characters on; a short one is no credential
+    ("Authorization: QwErTyUiOpAsDfGhJk", "Authorization: <redacted>"),
+    ("authorization: ab12", "authorization: ab12"),
+    # a reference to where a password is stays whole, `}` included; a value that only starts like one does not
+    ("password: ${DB_PASSWORD}", "password: ${DB_PASSWORD}"),
+    ("{password: ${X}}", "{password: ${X}}"),
+    ("password: ${a}bc1234", "password: <redacted>"),
+    # an OAuth client secret is hidden even when it reads like a Kubernetes name
+    ("client_secret=argo-cd-oauth-value", "client_secret=<redacted>"),
+    # a JSON value with a space or `&`, which the bare-value pattern stops at; a reference there stays
+    ('{"apiKey": "two words&more"}', '{"apiKey": "<redacted>"}'),
+    ('{"apiKey": "$API_KEY"}', '{"apiKey": "$API_KEY"}'),
+    # an HTTP status in a query is no credential, an OAuth code is
+    ("GET /callback?code=404 then ?code=Zk12abc9", "GET /callback?code=404 then ?code=<redacted>"),
+    # Set-Cookie: the cookie's value, not its attributes; Cookie: every value
+    ("Set-Cookie: session=Zx81aa; Path=/; HttpOnly", "Set-Cookie: session=<redacted>; Path=/; HttpOnly"),
+    ("Cookie: a=1; b=Zx81aa", "Cookie: a=<redacted>; b=<redacted>"),
+])
+def test_each_credential_form_is_hidden_and_its_look_alikes_kept(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+def test_a_value_of_the_last_applied_configuration_is_hidden_in_logs_after_it_changed() -> None:
+    """`kubectl apply` leaves the previous value in the annotation; a log written before the change holds it."""
+    old = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "repo", "namespace": "argocd"},
+           "stringData": {"password": "older-Pa55word"}}
+    secret = {"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": "repo", "namespace": "argocd",
+                           "annotations": {"kubectl.kubernetes.io/last-applied-configuration": json.dumps(old)}},
+              "data": {"password": base64.b64encode(b"newer-Pa55word").decode()}}
+    redactor = Redactor()
+    redactor.obj(secret)
+    line = "level=info msg=\"retrying with older-Pa55word\" then newer-Pa55word"
+    assert redactor.text(line) == (
+        "level=info msg=\"retrying with <redacted secret value>\" then <redacted secret value>")
+    assert {v for v, _, _ in secret_values(secret)} >= {
+        "older-Pa55word", "newer-Pa55word"}
+
+
+def test_a_config_map_value_is_no_secret_to_hide() -> None:
+    redactor = Redactor()
+    redactor.obj({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+                  "data": {"password-policy": "minimum-length-12"}})
+    assert redactor.text("policy is minimum-length-12") == "policy is minimum-length-12"
+
+
+def test_names_of_a_list_and_objects_without_metadata_are_read() -> None:
+    """A Secret value equal to a namespace named in a List's item stays (it would blank the namespace everywhere);
+    an item or an object without metadata, or with a field of no name, is no error."""
+    redactor = Redactor()
+    redactor.obj({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "payments-prod"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "data": {"": "x", "_": "y"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "payments-prod"},
+         "stringData": {"tenant": "payments-prod", "token": "Zq8f-0d1c-4b9e"}}]})
+    redactor.obj({"apiVersion": "v1", "kind": "Pod", "spec": {"-": "z"}})
+    assert redactor.text("namespace payments-prod token Zq8f-0d1c-4b9e") == (
+        "namespace payments-prod token <redacted secret value>")
+
+
+def test_the_note_names_three_values_and_counts_the_rest() -> None:
+    scrubber = SecretScrubber()
+    for n in range(5):
+        scrubber.add_values(secret_values({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"s{n}"},
+                                           "stringData": {"password": f"12{n}"}}))
+    note = scrubber.note()
+    assert note is not None and note.count("key password of Secret") == 3 and "; and 2 more)" in note

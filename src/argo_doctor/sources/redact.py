@@ -39,6 +39,8 @@ VALUE_PLACEHOLDER = "<redacted secret value>"
 
 _B64 = "A-Za-z0-9+/"
 _NOT_REDACTED = r"(?!<redacted)"  # a placeholder already in place is left alone (redaction is idempotent)
+_BARE = r"[^\s,;&\"'}\]\\]"
+"""A character of a bare value (a `}` inside one is taken too, when more of it follows)."""
 
 
 def _credential_like(value: str) -> bool:
@@ -340,12 +342,13 @@ _PATTERNS: tuple[tuple[str, _Needles, re.Pattern[str], _Repl], ...] = (
         _header_value,
     ),
     # password-like names: any value, quoted, escaped-quoted or bare (`password="x"`, `DB_PASSWORD=x`,
-    # `pgpassword: x`, `{\"password\":\"x\"}` inside a JSON-escaped log message)
+    # `pgpassword: x`, `{\"password\":\"x\"}` inside a JSON-escaped log message); a whole `${VAR}` reference stays
     (
         "password", _Needles(("password", "passwd", "passphrase", "pwd"), fold=True),
         re.compile(
             r"(?i)((?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd)" + _KEY_END + ")"
-            + _SEP + r"(\\*[\"'])?" + _NOT_REDACTED + r"((?(3)(?:(?!\3).)*|[^\s,;&\"'}\]\\]+))"
+            + _SEP + r"(\\*[\"'])?" + _NOT_REDACTED + r"((?(3)(?:(?!\3).)*|(?:\$\{[^}\s]*\}(?!" + _BARE + ")|"
+            + _BARE + r"+(?:\}+" + _BARE + "+)*)))"
         ),
         _password_value,
     ),
