@@ -696,3 +696,33 @@ def test_the_note_names_three_values_and_counts_the_rest() -> None:
                                            "stringData": {"password": f"12{n}"}}))
     note = scrubber.note()
     assert note is not None and note.count("key password of Secret") == 3 and "; and 2 more)" in note
+
+
+def test_a_typed_list_of_secrets_without_kinds_is_redacted_and_learned() -> None:
+    """The API's `SecretList` gives items without apiVersion and kind: they are Secrets all the same."""
+    listed = {"apiVersion": "v1", "kind": "SecretList", "items": [
+        {"metadata": {"name": "repo", "namespace": "argocd"},
+         "data": {"password": base64.b64encode(b"Gh-s3cret-value").decode()}}]}
+    redactor = Redactor()
+    done = redactor.obj(listed)
+    assert done["items"][0]["data"]["password"] == fingerprint(b"Gh-s3cret-value")
+    assert "kind" not in done["items"][0]  # what it is read as is not added
+    assert redactor.text("auth with Gh-s3cret-value") == "auth with <redacted secret value>"
+
+
+def test_a_private_key_across_log_lines_is_masked_line_by_line_up_to_its_end() -> None:
+    lines = ["2026-11-20T10:00:00Z loaded key:\n", "-----BEGIN EC PRIVATE KEY-----\n", "MHcCAQEEIBkg4LVW\n",
+             "ab12\n", "-----END EC PRIVATE KEY-----\n", "-----BEGIN CERTIFICATE----- follows\n", "plain line\n"]
+    assert list(Redactor().lines(lines)) == [
+        "2026-11-20T10:00:00Z loaded key:\n", "<redacted private key>\n", "<redacted private key>\n",
+        "<redacted private key>\n", "<redacted private key>\n", "-----BEGIN CERTIFICATE----- follows\n",
+        "plain line\n"]
+
+
+def test_the_redactor_notes_the_values_it_left() -> None:
+    redactor = Redactor()
+    assert redactor.note() is None
+    redactor.obj({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "x"},
+                  "stringData": {"password": "abc"}})
+    note = redactor.note()
+    assert note is not None and "key password of Secret x/db: shorter than" in note
