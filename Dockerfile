@@ -14,7 +14,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 RUN python -m venv /opt/argo-doctor
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
 RUN /opt/argo-doctor/bin/pip install --no-compile . \
  && /opt/argo-doctor/bin/pip uninstall --yes pip \

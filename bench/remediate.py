@@ -37,7 +37,7 @@ from tests.remediate.cluster import installation  # noqa: E402
 
 AIM_P99_MS = 100.0
 JOB_PIPELINE_S = 30.0
-"""The pipeline replaced (incident 5): a Sensor creates a Job that apt-installs curl, downloads kubectl and the
+"""The pipeline the restarter replaces: a Sensor creates a Job that apt-installs curl, downloads kubectl and the
 rollouts plugin, then restarts. "Tens of seconds per alert": 30 s is the figure the ratio is taken against; the
 aim of 300 times faster is p99 under 100 ms."""
 TOKEN = "bench-token-0123456789abcdef"

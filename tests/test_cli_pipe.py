@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from argo_doctor.cli import _output_closed
+from argo_doctor.cli.group import _output_closed
 from tests.conftest import BUNDLES
 
 SCRIPT = Path(sys.executable).with_name("argo-doctor")

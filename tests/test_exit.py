@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from argo_doctor import cli
+from argo_doctor.cli import scan as cli_scan
 from tests.conftest import BUNDLES
 
 
@@ -124,7 +125,7 @@ def test_an_exit_with_a_message_leaves_it_to_the_interpreter(ending: None, monke
     def stop(*args: object, **kwargs: object) -> None:
         raise SystemExit("stopped")
 
-    monkeypatch.setattr(cli, "run_scan", stop)
+    monkeypatch.setattr(cli_scan, "run_scan", stop)
     with pytest.raises(SystemExit) as ended:
         _run(monkeypatch, "scan", str(BUNDLES / "engine-basic"))
     assert ended.value.code == "stopped"

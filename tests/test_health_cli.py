@@ -99,10 +99,11 @@ def test_each_file_is_assessed_as_it_is_duplicates_included() -> None:
                                          "pod=argocd-application-controller-0_argocd(0a8b61f3-27c9-4e55-9d1a-e4c03b7f8d29)"}
     assert seen[("Pod", "argocd-application-controller-0", "argocd-namespace.yaml:50")] == {
         "status": "Healthy", "message": ""}
-    assert {k: v for k, v in seen.items() if k[0] == "Application"} == {  # Argo CD assesses no Application
-        ("Application", "guestbook", "whole-cluster.yaml:99"): None,
-        ("Application", "guestbook", "argocd-namespace.yaml:92"): None,
-        ("Application", "billing", "whole-cluster.yaml:135"): None,
+    assert {k: v for k, v in seen.items() if k[0] == "Application"} == {  # each copy's own health, as Argo CD shows
+        ("Application", "guestbook", "whole-cluster.yaml:99"): {
+            "status": "Degraded", "message": 'Deployment "guestbook-ui" exceeded its progress deadline'},
+        ("Application", "guestbook", "argocd-namespace.yaml:92"): {"status": "Healthy", "message": ""},
+        ("Application", "billing", "whole-cluster.yaml:135"): {"status": "Healthy", "message": ""},
     }
     assert len(doc["objects"]) == 7 and doc["errors"] == []
 

@@ -17,10 +17,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from argo_doctor import cli as cli_module
 from argo_doctor.cli import main
+from argo_doctor.cli import map as cli_map
+from argo_doctor.cli import scan as cli_scan
+from argo_doctor.cli import timeline as cli_timeline
 from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.model import Problem
+from argo_doctor.report import REPORTERS
 from argo_doctor.sources import bundle as bundle_source
 from argo_doctor.sources.logs import LogRecord, LogSignature, ScanStats, scan_logs
 from argo_doctor.sources.redact import MIN_SECRET_LENGTH, PUBLIC_SECRET_KEYS
@@ -337,10 +340,11 @@ def test_the_scanning_commands_make_no_cyclic_collection(command: str, monkeypat
             return real(*args, **kwargs)
         return call
 
-    monkeypatch.setattr(cli_module.bundle, "load", spy(cli_module.bundle.load))
-    monkeypatch.setattr(cli_module, "run_scan", spy(cli_module.run_scan))
-    monkeypatch.setattr(cli_module, "installation_map", spy(cli_module.installation_map))
-    monkeypatch.setitem(cli_module.REPORTERS, "json", spy(cli_module.REPORTERS["json"]))
+    monkeypatch.setattr(bundle_source, "load", spy(bundle_source.load))
+    monkeypatch.setattr(cli_scan, "run_scan", spy(cli_scan.run_scan))
+    monkeypatch.setattr(cli_timeline, "run_scan", spy(cli_timeline.run_scan))
+    monkeypatch.setattr(cli_map, "installation_map", spy(cli_map.installation_map))
+    monkeypatch.setitem(REPORTERS, "json", spy(REPORTERS["json"]))
     frozen = gc.get_freeze_count()
     result = CliRunner().invoke(main, [command, str(EXAMPLES / "incidents" / "unwanted-sync"), "-o", "json"])
     assert result.exit_code in (0, 1), result.output

@@ -206,6 +206,7 @@ def run_scan(
             crashed.append(analyzer.id)
     snap.problems.extend(Problem(p.location, p.message, p.kind) for p in health.problems)
     snap.problems.extend(unknown_kinds(snap, health.scripts))
+    snap.problems.extend(missing_inputs(snap, analyzers))
     cleaned: dict[str, str] = {}
     for group in groups:
         cleaned.update(group.cleaned)
@@ -336,6 +337,37 @@ def _log_pass(snap: Snapshot, analyzers: list[Analyzer], stats: ScanStats) -> No
 
 UNKNOWN_KINDS_SHOWN = 8
 """How many kinds the note on kinds no check reads names."""
+
+
+ARGO_RESOURCES = ("applications.argoproj.io,applicationsets.argoproj.io,appprojects.argoproj.io,"
+                  "rollouts.argoproj.io,analysisruns.argoproj.io,experiments.argoproj.io")
+"""What `kubectl get` adds to a collection that lacks the Argo custom resources."""
+
+
+def missing_inputs(snap: Snapshot, analyzers: list[Analyzer]) -> list[Problem]:
+    """One note for each kind of input a collection of a cluster with Argo components (a bundle, a `kubectl
+    cluster-info dump`) lacks although the rules chosen read it: Argo custom resources (a dump never holds them),
+    container logs; with the command that adds them. Manifest files are what they are: no note."""
+    collected = {"bundle-v1", "cluster-info-dump"} & set(snap.formats)
+    if not collected or not snap.components:  # no Argo component: nothing of Argo's to miss
+        return []
+    notes = []
+    argo_rules = [a.id for a in analyzers if any(k.startswith("argoproj.io/") for k in a.needs.kinds)]
+    if argo_rules and not any(o.group == "argoproj.io" for o in snap.all()):
+        where = "a `kubectl cluster-info dump` never holds them" if "cluster-info-dump" in collected else \
+            "the collection did not read them"
+        notes.append(Problem("input", f"no Argo custom resource (Application, ApplicationSet, AppProject, Rollout, "
+                             f"AnalysisRun) in the input: {where}, and {len(argo_rules)} rules that read them had "
+                             f"nothing to read. Add them: kubectl get {ARGO_RESOURCES} -A -o yaml > argo.yaml, then "
+                             "scan both inputs together (argo-doctor scan INPUT argo.yaml), or use argo-doctor "
+                             "collect", "note"))
+    log_rules = [a.id for a in analyzers if a.needs.logs or a.needs.failing_pod_logs]
+    if log_rules and not snap.log_files:
+        notes.append(Problem("input", f"no container log in the input: {len(log_rules)} rules that read the Argo "
+                             "components' logs had nothing to read. argo-doctor collect reads them (or kubectl logs "
+                             "-n NAMESPACE POD -c CONTAINER --timestamps > logs/NAMESPACE/POD/CONTAINER.log in a "
+                             "bundle)", "note"))
+    return notes
 
 
 def unknown_kinds(snap: Snapshot, scripts: LuaHealthScripts) -> list[Problem]:

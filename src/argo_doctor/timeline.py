@@ -12,6 +12,10 @@ from argo_doctor.sources.objects import mapping
 from argo_doctor.timeutil import parse_time, shift
 
 _LINE = re.compile(r"(?<=:)(\d+)")
+COMPONENT_TITLES = {"events": "Kubernetes Events"}
+"""The name people read for a component whose id alone misleads: the lane `events` holds the cluster's Event objects,
+not Argo Events (whose lanes are `events-controller`, `events-eventsource`, `events-sensor`). The JSON output and
+`--component` keep the ids."""
 
 
 def location_key(location: str) -> tuple[tuple[str | float, ...], str]:
@@ -20,6 +24,11 @@ def location_key(location: str) -> tuple[tuple[str | float, ...], str]:
     parts = _LINE.split(location)  # text, number, text, number, ..., text
     return tuple((int(part) if len(part) <= 18 else math.inf) if index % 2 else part
                  for index, part in enumerate(parts)), location
+
+
+def component_title(component: str) -> str:
+    """How a human output names a timeline component."""
+    return COMPONENT_TITLES.get(component, component)
 
 
 def component_of(snap: Snapshot, evidence: Evidence) -> str:

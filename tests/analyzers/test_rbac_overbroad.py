@@ -103,7 +103,8 @@ def test_argocd_and_image_updater_as_shipped_give_only_info() -> None:
     for said in ("reads Secrets in every namespace (get)", "nodes/proxy", "get on pods/exec"):
         assert said in server.summary
     appset = found["ClusterRoleBinding/argocd-applicationset-controller"]
-    assert "reads Secrets cluster-wide" in appset.title and "ApplicationSets in any namespace" in appset.summary
+    assert "reads Secrets cluster-wide" in appset.title
+    assert "ApplicationSets in any namespace" in appset.remediation.text
     assert "kind: Role\nmetadata:\n  name: argocd-applicationset-controller-namespaced\n  namespace: argocd" in (
         appset.remediation.patch or "")
 
@@ -329,3 +330,12 @@ def test_a_grant_added_to_a_bitnami_role_is_reported(tmp_path: Path) -> None:
         "gitops-argo-cd-argocd-server")
     assert server.severity == Severity.HIGH and "may mint ServiceAccount tokens" in server.title
     assert "[no more than the shipped default]" in server.summary
+
+
+def test_no_finding_says_the_same_thing_in_its_why_and_its_fix() -> None:
+    shown = findings(EXAMPLES / "argocd-basic")
+    assert shown
+    for finding in shown.values():
+        fix = finding.remediation.text
+        assert fix and not any(sentence.strip() in finding.summary for sentence in fix.split(". ")
+                               if len(sentence) > 40), finding.title

@@ -1,4 +1,4 @@
-"""Incident 2: the repository that flaps because one repo-server replica's node clock is off."""
+"""Repo flapping: the repository that flaps because one repo-server replica's node clock is off."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Incident 3: the Sunday sync without a commit that broke a batch job through a webhook."""
+"""The unwanted sync: the Sunday sync without a commit that broke a batch job through a webhook."""
 
 from __future__ import annotations
 

@@ -163,9 +163,13 @@ def test_cli_json_marks_uncertain_uses_and_keeps_exit_0_for_them() -> None:
     assert (use["status"], use["certain"], use["kind"]) == ("removed", False, "HorizontalPodAutoscaler")
     table = CliRunner().invoke(main, ["deprecations", str(CHARTS / "webshop"), "--target-version", "1.22"])
     assert table.exit_code == 0
-    lines = [line for line in table.stdout.splitlines() if "v2beta1" in line or "v1beta1" in line]
-    assert [line.split()[0] for line in lines] == ["deprecated", "removed", "deprecated"]  # certain first
-    assert "(may be used)" not in lines[0] and all("(may be used)" in line for line in lines[1:])
+    lines = table.stdout.splitlines()
+    assert [line for line in lines if line.startswith(">>>")] == [  # grouped by the release that removes them
+        ">>> removed in 1.22 (the target 1.22 no longer serves it) <<<",
+        ">>> removed in 1.25 (the target 1.22 still serves it, deprecated) <<<"]
+    rows = [line for line in lines if "v2beta1" in line or "v1beta1" in line]
+    assert [row.split()[0] for row in rows] == ["Ingress", "HorizontalPodAutoscaler", "PodSecurityPolicy"]
+    assert "(may be used)" not in rows[1] and "(may be used)" in rows[0] and "(may be used)" in rows[2]  # certain first
 
 
 @pytest.mark.parametrize(

@@ -191,12 +191,24 @@ if obj.metadata.name == "broken" then error("cannot judge") end
         assert assessor.worker.pid == worker  # limits inside Lua need no new process
 
 
+def _cpu_ticks(pid: int) -> int | None:
+    """The CPU time the process has used, in clock ticks (user and system); None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(fields[11]) + int(fields[12])
+
+
 def _kill_when_running(pid: int, stop: threading.Event) -> None:
-    """Kill the worker once it runs the stuck script, and at the latest after 0.5 s: on a loaded machine the
-    state may not be read as running soon, and a late kill must still come before any limit stops the script."""
-    deadline = time.monotonic() + 0.5
-    while not stop.is_set():
-        if _state(pid) == "R" or time.monotonic() > deadline:
+    """Kill the worker once it runs the stuck script: when it has used CPU time since it was idle (an idle worker
+    uses none; the stuck script uses all it gets), however slowly a loaded machine lets it start."""
+    idle = _cpu_ticks(pid)
+    while not stop.is_set() and idle is not None:
+        used = _cpu_ticks(pid)
+        if used is None:
+            return
+        if used - idle >= 2:
             os.kill(pid, signal.SIGKILL)
             return
         time.sleep(0.005)
@@ -204,7 +216,7 @@ def _kill_when_running(pid: int, stop: threading.Event) -> None:
 
 def test_worker_crash_is_unknown_for_that_object_only() -> None:
     children = _children()
-    # the kill comes first: the killer fires within 0.5 s, long before the CPU or wall limits
+    # the kill comes first: the killer fires once the script has run for two clock ticks, long before the limits
     assessor = _assessor(SOMETIMES_STUCK_SCRIPT, wall_timeout=60, max_cpu_seconds=30)
     assert assessor.assess(_certificate("api-tls")) == Health(H, "Certificate is up to date")
     worker = assessor.worker.pid

@@ -25,7 +25,7 @@ ROLLOUTS = {
         'RolloutAborted: Rollout aborted update to revision 30: Metric "success-rate" assessed Failed '
         "due to failed (1) > failureLimit (0)",
     ),
-    # Incident 5: Degraded for the deadline although every pod is ready and available.
+    # The stuck Rollout: Degraded for the deadline although every pod is ready and available.
     "payments": Health(D, 'ProgressDeadlineExceeded: ReplicaSet "payments-6c7d8e9f0a" has timed out progressing.'),
     "search": Health(P, OBSERVING),  # observedGeneration "8" < generation 9
     "wishlist": Health(P, OBSERVING),  # no status yet

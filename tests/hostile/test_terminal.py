@@ -49,6 +49,8 @@ def _condition(obj: dict[str, Any]) -> None:
     if obj.get("kind") == "Application" and obj["metadata"]["name"] == "legacy-app":
         for condition in obj["status"]["conditions"]:
             condition["message"] = payload("CONDMARK") + condition["message"]
+        operation = obj["status"]["operationState"]
+        operation["message"] = operation["message"].replace("ComparisonError:", "ComparisonError: " + payload("OPMARK"))
 
 
 def _pod(obj: dict[str, Any]) -> None:
@@ -96,7 +98,9 @@ def _assert_clean(run: Run, markers: tuple[str, ...]) -> None:
 
 
 HUMAN = {
-    "scan-table": (("scan", "--fail-on", "never"), PLACES),
+    "scan-brief": (("scan", "--fail-on", "never"), ("OPMARK",)),
+    "scan-table": (("scan", "--details", "--fail-on", "never"), PLACES),
+    "scan-wide": (("scan", "-o", "wide", "--fail-on", "never"), ("OPMARK",)),
     "scan-markdown": (("scan", "-o", "markdown", "--fail-on", "never"), PLACES),
     "timeline-table": (("timeline",), ("EVTMARK", "LOGMARK")),
     "health-table": (("health",), ("PODMARK",)),

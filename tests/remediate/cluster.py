@@ -1,6 +1,6 @@
 """Objects of a namespace running Argo Rollouts, as the API serves them (argo-rollouts v1.7 field layout).
 
-`stuck()` is incident 5: Degraded with ProgressDeadlineExceeded while every pod of the current ReplicaSet is ready
+`stuck()`: Degraded with ProgressDeadlineExceeded while every pod of the current ReplicaSet is ready
 and available. `crashing()` is Degraded for a real reason, `healthy()` is Healthy. Each returns the Rollout, its
 ReplicaSet and its pods; `application()` is the Argo CD Application that lists Rollouts in `status.resources`.
 """
@@ -154,7 +154,7 @@ def _family(ro: Obj, ready: int, **pod_args: Any) -> list[Obj]:
 
 
 def stuck(name: str = "checkout", namespace: str = "apps", replicas: int = 3, **kw: Any) -> list[Obj]:
-    """Incident 5: Degraded for the deadline, every pod ready."""
+    """The stuck Rollout: Degraded for the deadline, every pod ready."""
     text = f'ReplicaSet "{name}-{_hash(name)}" has timed out progressing.'
     ro = rollout(name, namespace, replicas=replicas, phase="Degraded", message=f"ProgressDeadlineExceeded: {text}",
                  progressing=("False", "ProgressDeadlineExceeded", text), **kw)

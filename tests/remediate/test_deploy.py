@@ -8,9 +8,14 @@ is part of the contract of the issue. The RBAC is checked against the requests t
 from __future__ import annotations
 
 import base64
+import configparser
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -223,7 +228,7 @@ def test_writable_paths_are_emptydirs(base: list[dict[str, Any]]) -> None:
 
 
 def test_args_are_what_serve_accepts(base: list[dict[str, Any]], tmp_path: Path) -> None:
-    from argo_doctor.cli import serve
+    from argo_doctor.cli.serve import serve
 
     args = container(base)["args"]
     assert args[0] == "serve"
@@ -308,7 +313,7 @@ def test_postgresql_overlay(base: list[dict[str, Any]], postgresql: list[dict[st
 
 
 def test_serve_reads_the_store_url_from_the_overlays_variable(postgresql: list[dict[str, Any]]) -> None:
-    from argo_doctor.cli import serve
+    from argo_doctor.cli.serve import serve
 
     [audit_db] = [p for p in serve.params if p.name == "audit_db"]
     names = {e["name"] for e in container(postgresql)["env"]}
@@ -350,3 +355,109 @@ def test_dockerfile_is_multistage_slim_and_non_root() -> None:
     assert ("ENTRYPOINT", '["argo-doctor"]') in final
     assert ("EXPOSE", "8080") in final
     assert (ROOT / ".dockerignore").read_text().splitlines()[1] == "*", "the build context is an allow-list"
+
+
+# Without a Docker engine (CI builds the image when it has one: .ci/run), the builder stage is replayed: the files
+# that .dockerignore lets into the build context, copied as its COPY instructions say, build the package.
+
+def dockerignore_patterns() -> list[tuple[bool, str, re.Pattern[str]]]:
+    """(re-included, pattern, regex) of each .dockerignore line, with Docker's wildcards: `**/` any folders, `**`
+    anything, `*` and `?` within a name."""
+    patterns = []
+    for line in (ROOT / ".dockerignore").read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        text = line.removeprefix("!").strip("/")
+        regex = "".join({"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(token, re.escape(token))
+                        for token in re.split(r"(\*\*/|\*\*|\*|\?)", text))
+        patterns.append((line.startswith("!"), text, re.compile(regex + r"\Z")))
+    return patterns
+
+
+def in_build_context(path: str, patterns: list[tuple[bool, str, re.Pattern[str]]]) -> bool:
+    """Docker's rule: the last pattern that matches the path or one of its folders decides."""
+    parts = path.split("/")
+    candidates = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    admitted = True
+    for negated, _, regex in patterns:
+        if any(regex.match(candidate) for candidate in candidates):
+            admitted = negated
+    return admitted
+
+
+def build_context() -> set[str]:
+    """The files `docker build .` sends, as paths relative to the repository."""
+    patterns = dockerignore_patterns()
+    reincluded = [text for negated, text, _ in patterns if negated]
+    files = set()
+    for folder, dirs, names in os.walk(ROOT):
+        rel = Path(folder).relative_to(ROOT).as_posix()
+        prefix = "" if rel == "." else rel + "/"
+        # A folder left out whose contents no `!` pattern names is not walked (.git, .venv).
+        dirs[:] = [d for d in dirs if in_build_context(prefix + d, patterns)
+                   or any(text.startswith(prefix + d + "/") for text in reincluded)]
+        files.update(prefix + name for name in names if in_build_context(prefix + name, patterns))
+    return files
+
+
+def test_dockerignore_is_read_as_docker_reads_it() -> None:
+    patterns = dockerignore_patterns()
+    assert in_build_context("pyproject.toml", patterns)
+    assert in_build_context("src/argo_doctor/knowledge/known_bugs.yaml", patterns)
+    assert not in_build_context("src/argo_doctor/__pycache__/engine.cpython-311.pyc", patterns)
+    assert not in_build_context("src/argo_doctor/report/__pycache__/html.cpython-311.pyc", patterns)
+    assert not in_build_context("src/argo_doctor.egg-info/PKG-INFO", patterns)
+    assert not in_build_context("tests/conftest.py", patterns)
+    assert not in_build_context(".venv/bin/argo-doctor", patterns)
+
+
+def test_the_builder_stage_builds_the_tool_from_its_build_context(tmp_path: Path) -> None:
+    builder = dockerfile_stages()[0]
+    [workdir] = [rest for instruction, rest in builder if instruction == "WORKDIR"]
+    assert any(instruction == "RUN" and re.search(r"pip install --no-compile \.(\s|$)", rest)
+               for instruction, rest in builder), "the builder installs the package from its WORKDIR"
+    context = build_context()
+    src = tmp_path / workdir.lstrip("/")
+    for instruction, rest in builder:
+        if instruction != "COPY":
+            continue
+        *sources, dest = rest.split()
+        for source in (s.rstrip("/") for s in sources):
+            chosen = [f for f in context if f == source or f.startswith(source + "/")]
+            assert chosen, f"COPY {source}: not in the build context (.dockerignore)"
+            for name in chosen:
+                # A file lands in the destination folder; a folder's contents do.
+                target = src / dest / (Path(name).name if name == source else Path(name).relative_to(source))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(ROOT / name, target)
+
+    # The builder's `pip install .` builds this wheel, then installs it with its dependencies.
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path / "wheel"),
+                           str(src)], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    [wheel] = (tmp_path / "wheel").glob("argo_doctor-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = configparser.ConfigParser()
+        scripts.read_string(archive.read(entry_points).decode())
+        archive.extractall(tmp_path / "installed")
+    package = {f.relative_to(src / "src").as_posix() for f in (src / "src" / "argo_doctor").rglob("*") if f.is_file()}
+    assert package == {n for n in names if n.startswith("argo_doctor/")}, "every module and data file, nothing else"
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), "the image carries the licence"
+    assert dict(scripts["console_scripts"]) == {"argo-doctor": "argo_doctor.cli:run",
+                                                "kubectl-argo_doctor": "argo_doctor.cli:run"}
+
+    # The image's program, data files included, from the wheel's files only: a scan of an example bundle.
+    program = ("import importlib, sys, argo_doctor; print(argo_doctor.__file__, file=sys.stderr); "
+               "module, name = sys.argv.pop(1).split(':'); sys.argv[0] = 'argo-doctor'; "
+               "getattr(importlib.import_module(module), name)()")
+    done = subprocess.run([sys.executable, "-c", program, scripts["console_scripts"]["argo-doctor"], "scan",
+                           str(ROOT / "examples" / "argocd-basic"), "-o", "json", "--fail-on", "never"],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path / "installed")})
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(str(tmp_path / "installed" / "argo_doctor")), done.stderr
+    rules = {finding["rule"] for finding in json.loads(done.stdout)["findings"]}
+    assert "component-known-bug" in rules, "knowledge/known_bugs.yaml is in the image"

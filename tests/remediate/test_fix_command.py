@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from argo_doctor.cli import main
-from tests.live.fakeapi import FakeApiServer
+from tests.live.fakeapi import FakeApiServer, write_kubeconfig
 
 
 def fix(kubeconfig: Path, *args: str) -> tuple[int, str]:
@@ -110,3 +110,29 @@ def test_a_failure_on_one_rollout_does_not_hide_the_others(api: FakeApiServer, k
     assert code == 1
     assert "apps/basket: failed: " in out and "503" in out
     assert "apps/checkout: restarted" in out
+
+
+def test_the_namespace_is_the_kubeconfig_contexts_as_kubectl_takes_it(api: FakeApiServer, tmp_path: Path) -> None:
+    in_apps = write_kubeconfig(tmp_path / "apps", {"fake": api}, "fake", namespace="apps")
+    code, out = fix(in_apps)
+    assert code == 0 and "apps/checkout: dry-run: would restart" in out
+    code, out = fix(write_kubeconfig(tmp_path / "default", {"fake": api}, "fake"))
+    assert code == 0 and "apps/" not in out  # the context names none: `default`, which holds no Rollout
+
+
+def test_all_namespaces_reads_every_rollout_the_policy_allows(api: FakeApiServer, kubeconfig: Path,
+                                                               tmp_path: Path) -> None:
+    code, out = fix(kubeconfig, "-A")
+    assert code == 0 and "apps/checkout: dry-run: would restart" in out and "apps/payments: skipped" in out
+    assert any(r.path == "/apis/argoproj.io/v1alpha1/rollouts" for r in api.requests)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("allow:\n  namespaces: [prod]\n")
+    code, out = fix(kubeconfig, "-A", "--policy", str(policy))
+    assert code == 0 and "apps/" not in out
+    code, out = fix(kubeconfig, "-A", "-n", "apps")
+    assert code == 2 and "-A reads every namespace" in out
+
+
+def test_a_rollout_that_does_not_exist_is_an_error(api: FakeApiServer, kubeconfig: Path) -> None:
+    code, out = fix(kubeconfig, "-n", "apps", "--name", "nope")
+    assert code == 1 and "Rollout apps/nope not found" in out

@@ -145,9 +145,10 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(bundle: Path, *args: str) -> str:
-    """`scan` 200 columns wide, without colours."""
+    """`scan` 200 columns wide, without colours; the table with `--details`."""
     env = {"COLUMNS": "200", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
-    result = CliRunner(env=env).invoke(main, ["scan", str(bundle), "--fail-on", "never", *args])
+    details = () if "-o" in args else ("--details",)  # the panels
+    result = CliRunner(env=env).invoke(main, ["scan", str(bundle), *details, "--fail-on", "never", *args])
     assert result.exit_code == 0, result.output
     return result.stdout
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,7 +19,7 @@ from click.testing import CliRunner
 from argo_doctor.cli import main
 from argo_doctor.engine import ScanResult
 from argo_doctor.model import Evidence, Finding, Ref, Remediation, Severity, TimelineEntry
-from argo_doctor.report.html import EVIDENCE_SHOWN, render, script_json
+from argo_doctor.report.html import EVIDENCE_SHOWN, axis_cuts, render, script_json
 from argo_doctor.report.options import ReportOptions
 from argo_doctor.snapshot import Snapshot
 from tests.conftest import EXAMPLES
@@ -210,3 +211,76 @@ def test_an_empty_window_says_how_many_facts_lie_outside_it() -> None:
     assert "No timestamped fact" not in page
     other = run("timeline", bundle, "-o", "html", "--component", "no-such-component")
     assert f"None of the {len(every)} timestamped facts of the input is of the components chosen." in other
+
+
+OLD_EVENT = """apiVersion: v1
+kind: Event
+metadata:
+  name: frontend.17e2c4a1b6d0f3aa
+  namespace: storefront
+  creationTimestamp: "2026-08-28T09:12:00Z"
+involvedObject:
+  apiVersion: argoproj.io/v1alpha1
+  kind: Rollout
+  name: frontend
+  namespace: storefront
+reason: RolloutUpdated
+message: Rollout updated to revision 3
+type: Normal
+count: 1
+firstTimestamp: "2026-08-28T09:12:00Z"
+lastTimestamp: "2026-08-28T09:12:00Z"
+"""
+"""A stale Event, three months older than everything else in stuck-rollout (an events TTL raised, a mirror)."""
+
+
+def with_old_event(tmp_path: Path) -> Path:
+    """The stuck-rollout incident with one Event three months older than its other facts."""
+    bundle = tmp_path / "stuck-rollout-old-event"
+    shutil.copytree(EXAMPLES / "incidents" / "stuck-rollout", bundle)
+    (bundle / "objects" / "storefront" / "old-event.yaml").write_text(OLD_EVENT)
+    return bundle
+
+
+def _ms(text: str) -> int:
+    return round(datetime.fromisoformat(text).timestamp() * 1000)
+
+
+def test_one_old_event_is_cut_out_of_the_time_axis(tmp_path: Path) -> None:
+    page = run("timeline", str(with_old_event(tmp_path)), "-o", "html")
+    data = blob(page)
+    first_fact = min(e["t"] for e in data["entries"] if e["t"] != _ms("2026-08-28T09:12:00Z"))
+    assert data["cuts"] == [[_ms("2026-08-28T09:12:00Z"), first_fact]]  # the one empty stretch, whole
+    assert "Hatched bands are stretches without any fact, cut out of the time axis" in page
+    # the look-alike: the same incident without the old Event spreads over 77 minutes, with no gap to cut
+    plain = run("timeline", str(EXAMPLES / "incidents" / "stuck-rollout"), "-o", "html")
+    assert blob(plain)["cuts"] == [] and "Hatched bands" not in plain
+    # a window asked for is drawn whole, however old the facts in it
+    window = run("timeline", str(with_old_event(tmp_path / "again")), "-o", "html", "--around",
+                 "2026-10-12T00:00:00Z", "--window", "2880h")
+    assert len(blob(window)["entries"]) == len(data["entries"]) and blob(window)["cuts"] == []
+
+
+def test_axis_cuts_take_only_a_jump_in_length() -> None:
+    minute = 60_000
+    assert axis_cuts([0, 1000, 2000, 90 * 24 * 60 * minute]) == [[2000, 90 * 24 * 60 * minute]]
+    # facts every 20-40 minutes: no gap stands out, nothing is cut
+    assert axis_cuts([0, 20 * minute, 60 * minute, 90 * minute, 130 * minute]) == []
+    # one gap ten times the others but under five minutes (a window of seconds): drawn as it is
+    assert axis_cuts([0, 100, 200, 4 * minute]) == []
+    # daily syncs a day apart and a burst of seconds: each day's gap is cut
+    day = 24 * 60 * minute
+    assert axis_cuts([0, day, 2 * day, 3 * day, 3 * day + 1500, 3 * day + 4000]) == [
+        [0, day], [day, 2 * day], [2 * day, 3 * day]]
+
+
+def test_the_events_lane_is_called_kubernetes_events_in_the_page_only() -> None:
+    bundle = str(EXAMPLES / "incidents" / "unwanted-sync")
+    data = blob(run("scan", bundle, "-o", "html", "--fail-on", "never"))
+    assert "events" in data["lanes"] and data["laneNames"] == {"events": "Kubernetes Events"}
+    # the JSON contract and --component keep the id
+    doc = json.loads(run("scan", bundle, "-o", "json", "--fail-on", "never"))
+    assert "events" in {e["component"] for e in doc["timeline"]}
+    assert "Kubernetes Events" not in json.dumps(doc)
+    only = json.loads(run("timeline", bundle, "-o", "json", "--component", "events"))
+    assert only["timeline"] and {e["component"] for e in only["timeline"]} == {"events"}

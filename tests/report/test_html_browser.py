@@ -13,6 +13,7 @@ import base64
 import html
 import io
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,12 +25,12 @@ from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Request, s
 from tools.screenshot import ARGS, CHROMIUM
 
 from argo_doctor.engine import ScanResult
-from argo_doctor.model import TimelineEntry
+from argo_doctor.model import Evidence, EvidenceKind, TimelineEntry
 from argo_doctor.report.html import render
 from argo_doctor.snapshot import Snapshot
 from tests.conftest import EXAMPLES
 from tests.hostile import test_canaries as canaries
-from tests.report.test_html import EVIDENCE_SHOWN, blob, chain_edges, make_finding, render_page, run
+from tests.report.test_html import EVIDENCE_SHOWN, blob, chain_edges, make_finding, render_page, run, with_old_event
 
 UNWANTED_SYNC = EXAMPLES / "incidents" / "unwanted-sync"
 
@@ -352,3 +353,153 @@ def test_the_lane_column_fits_the_names_and_cuts_a_very_long_one(context: Browse
     plot = float(opened.page.evaluate("+document.querySelector('#plot-clip rect').getAttribute('x')"))
     assert right < plot <= 300 and opened.errors == []
     opened.page.close()
+
+
+PLOT = """() => { const svg = document.querySelector('#chart svg').getBoundingClientRect();
+    const rect = document.querySelector('#plot-clip rect'), left = svg.left + +rect.getAttribute('x');
+    return {left: left, right: left + +rect.getAttribute('width'), svgRight: svg.right}; }"""
+AXIS_LABELS = """() => [...document.querySelectorAll('#chart .axis text')].map(t => {
+    const b = t.getBoundingClientRect(); return {text: t.textContent, left: b.left, right: b.right}; })"""
+
+
+def _axis_labels_outside(page: Page) -> tuple[int, list[dict[str, Any]]]:
+    """How many axis labels are drawn, and those not whole inside the plot (right of the lane names, left of the
+    chart's edge)."""
+    plot, labels = page.evaluate(PLOT), page.evaluate(AXIS_LABELS)
+    return len(labels), [label for label in labels if label["left"] < plot["left"] - 0.5
+                         or label["right"] > min(plot["right"], plot["svgRight"]) + 0.5]
+
+
+def test_every_axis_label_is_whole_inside_the_plot(context: BrowserContext, tmp_path: Path) -> None:
+    path = tmp_path / "unwanted-sync.html"
+    path.write_text(run("scan", str(UNWANTED_SYNC), "-o", "html", "--fail-on", "never"))
+    opened = Loaded(context, path)
+    page = opened.page
+    for width in (1280, 760):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(100)
+        views = ["opened", "all", "chains", "zoom-in", "right", "right", "right", "left", "zoom-out", "zoom-out"]
+        for view in views:
+            if view != "opened":
+                page.click(f"button[data-act={view}]")
+            count, outside = _axis_labels_outside(page)
+            assert count >= 3 and outside == [], (width, view, outside)
+    assert opened.errors == []
+    page.close()
+
+
+def two_hundred_applications() -> str:
+    """The HTML report of 200 Applications each auto-synced once in ten minutes, each sync a causal chain of four
+    facts in three lanes (cache miss, helm template, sync, webhook failure), as auto-sync-without-change writes it."""
+    start = datetime(2026, 11, 22, 15, 0, tzinfo=UTC)
+    repo_server = "logs/argocd/argocd-repo-server-6d9f7c8b5-x2x7q/repo-server.log"
+    steps: list[tuple[str, EvidenceKind, str, str]] = [
+        ("repo-server", "log", repo_server, "manifest cache miss: {app}"),
+        ("repo-server", "log", repo_server, "helm template . --name-template {app} --namespace {app}"),
+        ("application-controller", "log", "logs/argocd/argocd-application-controller-0/application-controller.log",
+         "Initiated automated sync to '9d2c4e1f7a3b' application={app}"),
+        ("events", "event", "objects/events.yaml",
+         "Warning FailedCreate ReplicaSet/{app}/{app}-7c9d: failed calling webhook: x509: certificate signed by "
+         "unknown authority")]
+    findings, entries = [], []
+    for i in range(200):
+        app, when = f"app-{i:03d}", start + timedelta(seconds=i * 3 % 600, milliseconds=i * 37 % 1000)
+        evidence = []
+        for j, (_, kind, location, text) in enumerate(steps):
+            when += timedelta(milliseconds=300 + (i * 131 + j * 977) % 2400)
+            evidence.append(Evidence(kind, f"{location}:{i * 4 + j + 1}", text.format(app=app), when))
+        finding = make_finding(f"{app} auto-synced 2 times without a new commit", name=app)
+        finding.evidence, finding.chain = evidence, [0, 1, 2, 3]
+        findings.append(finding)
+        entries += [TimelineEntry(at, step[0], e.kind, e.location, e.excerpt, (finding.id,))
+                    for step, e in zip(steps, evidence, strict=True) if (at := e.time) is not None]
+    out = io.StringIO()
+    render(ScanResult(Snapshot("200-applications"), findings, sorted(entries, key=lambda e: e.time), []), out)
+    return out.getvalue()
+
+
+GAP_LAYOUT = """() => {
+    const paths = [...document.querySelectorAll('#chart .chain-edge path')];
+    const labels = [...document.querySelectorAll('#chart .gap-label')].map(t => {
+        const b = t.getBBox(), path = paths[+t.getAttribute('data-edge')], length = path.getTotalLength();
+        let near = Infinity;  // from the label's box to the nearest point of its own arrow
+        for (let i = 0; i <= 40; i++) {
+            const p = path.getPointAtLength(length * i / 40);
+            const dx = Math.max(b.x - p.x, 0, p.x - b.x - b.width), dy = Math.max(b.y - p.y, 0, p.y - b.y - b.height);
+            near = Math.min(near, Math.hypot(dx, dy));
+        }
+        return {x: b.x, y: b.y, w: b.width, h: b.height, text: t.textContent, near: near}; });
+    return {labels: labels, marks: [...document.querySelectorAll('#chart circle.mark')].map(m => {
+        const b = m.getBBox(); return {x: b.x, y: b.y, w: b.width, h: b.height}; })}; }"""
+
+
+def test_gap_labels_stay_apart_and_by_their_arrow_with_200_applications(context: BrowserContext,
+                                                                        tmp_path: Path) -> None:
+    path = tmp_path / "200-applications.html"
+    path.write_text(two_hundred_applications())
+    opened = Loaded(context, path)
+    page = opened.page
+    assert page.locator("#chart path.chain-arrow").count() == 600
+    shown = 0
+    # as opened, zoomed in, panned both ways (the labels move with the marks, laid out once), zoomed out
+    for view in ["opened", "zoom-in", "zoom-in", "left", "left", "right", "right", "right", "right", "zoom-out"]:
+        if view != "opened":
+            page.click(f"button[data-act={view}]")
+        layout = page.evaluate(GAP_LAYOUT)
+        labels, marks = layout["labels"], layout["marks"]
+        shown = max(shown, len(labels))
+        assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:]
+                    if _crossing(a, b)], view
+        assert not [a["text"] for a in labels for m in marks if _crossing(a, m)], view
+        assert not [a for a in labels if a["near"] > 16], view  # each label reads as its own arrow's
+    assert shown >= 20  # zoomed in, there is room for many
+    assert opened.errors == []
+    page.close()
+
+
+def test_one_old_event_leaves_the_findings_the_width_and_the_cut_is_marked(context: BrowserContext,
+                                                                           tmp_path: Path) -> None:
+    path = tmp_path / "old-event.html"
+    path.write_text(run("timeline", str(with_old_event(tmp_path)), "-o", "html"))
+    opened = Loaded(context, path)
+    page = opened.page
+    for view in ["opened", "all"]:  # no chain here: the page opens on everything
+        if view != "opened":
+            page.click(f"button[data-act={view}]")
+        plot = page.evaluate(PLOT)
+        cited = page.evaluate("""() => { const data = JSON.parse(document.getElementById('report-data').textContent);
+            return [...document.querySelectorAll('#chart circle.mark')].filter(m =>
+                data.entries[+m.getAttribute('data-i')].findings.length).map(m => {
+                const b = m.getBoundingClientRect(); return [b.left, b.right]; }); }""")
+        assert len(cited) == 11
+        spread = max(r for _, r in cited) - min(left for left, _ in cited)
+        assert spread > 0.6 * (plot["right"] - plot["left"]), (view, spread, plot)
+        # the cut: one hatched band between the old Event and the rest, saying how long it is, dates in its tooltip
+        band = page.locator("#chart .cut")
+        assert band.count() == 1
+        box = band.locator("rect").bounding_box()
+        old = page.locator("#chart circle.mark").first.bounding_box()
+        assert box is not None and old is not None
+        assert old["x"] + old["width"] < box["x"] and box["x"] + box["width"] < min(left for left, _ in cited)
+        label = band.locator("text.cut-label")
+        assert re.fullmatch(r"\d+d \d\dh cut", label.text_content() or ""), label.text_content()
+        title = band.locator("title").text_content() or ""
+        assert "2026-08-28T09:12:00.000Z" in title and "2026-11-26T13:02:41.000Z" in title
+        assert page.locator("#view-cuts").text_content() == " (1 in view, 90d 04h in all)"
+        assert _axis_labels_outside(page)[1] == []
+    assert opened.errors == []
+    page.close()
+
+
+def test_the_events_lane_is_called_kubernetes_events(loaded: Loaded) -> None:
+    page = loaded.page
+    lane = page.locator("#chart .lane-label", has_text="Kubernetes Events")
+    assert lane.count() == 1 and lane.evaluate("t => t.firstChild.nodeValue") == "Kubernetes Events"
+    assert lane.locator("title").text_content() == "Kubernetes Events (component events)"
+    assert "events" not in page.locator("#chart .lane-label").evaluate_all("ts => ts.map(t => t.firstChild.nodeValue)")
+    entries = page.evaluate("JSON.parse(document.getElementById('report-data').textContent).entries")
+    index = next(i for i, e in enumerate(entries) if e["component"] == "events")
+    page.click("button[data-act=all]")
+    page.locator(f"#chart circle.mark[data-i='{index}']").hover(force=True)
+    page.locator("#tip").wait_for(state="visible")
+    assert "  ·  Kubernetes Events  ·  event" in (page.locator("#tip .tip-time").text_content() or "")

@@ -23,10 +23,11 @@ BOX = re.compile(r"[\s│╭╮╰╯─]+")
 
 
 def _scan(bundle: Path, env: Mapping[str, str | None], *args: str) -> str:
-    """`scan` as a pipe sees it (CliRunner's output is no terminal), with the environment set as given (None:
-    unset)."""
+    """`scan --details` (the panels, every finding) as a pipe sees it (CliRunner's output is no terminal), with the
+    environment set as given (None: unset)."""
     base: dict[str, str | None] = {"COLUMNS": None, "NO_COLOR": None, "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
-    result = CliRunner(env={**base, **env}).invoke(main, ["scan", str(bundle), "--fail-on", "never", *args])
+    details = () if "-o" in args else ("--details", "--min-severity", "info")
+    result = CliRunner(env={**base, **env}).invoke(main, ["scan", str(bundle), *details, "--fail-on", "never", *args])
     assert result.exit_code == 0, result.output
     return result.stdout
 

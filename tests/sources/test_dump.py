@@ -121,7 +121,8 @@ def test_a_scan_of_an_old_dump_finds_the_replica_that_fails() -> None:
     (finding,) = [f for f in result.findings if f.rule == "replica-error-divergence"]
     assert FAILING in finding.title and "1 of 2 replicas" in finding.title
     assert f"argocd/{FAILING}/logs.txt:3" in {e.location for e in finding.evidence}
-    assert result.problems == []
+    assert [(p.location, p.kind) for p in result.problems] == [("input", "note")]  # a dump holds no Application
+    assert "a `kubectl cluster-info dump` never holds them" in result.problems[0].message
 
 
 def test_an_old_dump_written_as_yaml_keeps_item_lines(tmp_path: Path) -> None:

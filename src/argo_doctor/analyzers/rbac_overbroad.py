@@ -297,8 +297,7 @@ class RbacOverbroad(Analyzer):
                      if any(_ships_role(e, binding.role_name) for e in entries) else
                      f"{binding.role_label} is not a role {product} ships, but what it grants here is no more than "
                      f"what {shippers} give this ServiceAccount")
-                    + f" ({sources}): not a misconfiguration. "
-                    + " ".join(dict.fromkeys(_restrict(e, group) for e in entries)))
+                    + f" ({sources}): not a misconfiguration; the fix says how to narrow them.")
         if own and opted and not entries:
             lines.append("The grants not marked as documented opt-ins go beyond what the project ships or documents.")
         if group.notes:

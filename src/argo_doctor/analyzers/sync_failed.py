@@ -94,10 +94,9 @@ class SyncFailed(Analyzer):
         summary += f" ended in phase {phase}: {message.rstrip('.') or 'no message'}."
         if failed:
             summary += f" {plural(len(failed), 'resource')} failed: " + "; ".join(
-                f"{o} ({r.get('message') or r.get('status')})" for o, r in zip(objects[1:], failed, strict=True)
-            ) + "."
+                f"{o} ({_own(r, message)})" for o, r in zip(objects[1:], failed, strict=True)) + "."
         retry = as_int(op.get("retryCount"))
-        if retry:
+        if retry and f"retried {retry} time" not in message:
             summary += f" Argo CD retried {plural(retry, 'time')}."
         summary += "".join(f" {a.explanation}" for a in advice)
         remediation_text = " ".join(a.remediation for a in advice) or (
@@ -126,3 +125,11 @@ def _failed(result: dict[str, Any]) -> bool:
 def _first_line(text: str, limit: int = 120) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _own(result: dict[str, Any], message: str) -> str:
+    """What a failed resource's result says, unless the operation's message already quotes it."""
+    said = str(result.get("message") or "")
+    if said and said.strip().rstrip(".") in message:
+        return "the error above"
+    return said or str(result.get("status") or "")

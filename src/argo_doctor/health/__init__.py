@@ -8,7 +8,7 @@ CD's built-in Lua checks for Rollouts and CRDs, and Lua customizations from argo
 
 from argo_doctor.health.assess import HealthAssessor
 from argo_doctor.health.luascripts import LuaHealthScripts, LuaScript
-from argo_doctor.health.types import Health, HealthProblem, HealthStatus, is_worse, worst
+from argo_doctor.health.types import Health, HealthProblem, HealthStatus, application_health, is_worse, worst
 
 ARGOCD_PARITY = "v3.5.1"
 """The Argo CD release whose built-in checks (gitops-engine kinds, HPA, CRD, Rollout) these follow.
@@ -25,6 +25,7 @@ __all__ = [
     "HealthStatus",
     "LuaHealthScripts",
     "LuaScript",
+    "application_health",
     "is_worse",
     "worst",
 ]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 
 class HealthStatus(str, enum.Enum):  # noqa: UP042 - the public API promises (str, Enum)
@@ -65,3 +65,19 @@ def worst(statuses: Iterable[HealthStatus]) -> HealthStatus:
         if is_worse(result, status):
             result = HealthStatus(status)
     return result
+
+
+def application_health(obj: Mapping[str, Any]) -> Health | None:
+    """An Argo CD Application's own health, as the UI and `argocd app get` show it (`status.health`); None for any
+    other object, or an Application not assessed yet."""
+    if obj.get("kind") != "Application" or not str(obj.get("apiVersion") or "").startswith("argoproj.io/"):
+        return None
+    status = obj.get("status")
+    found = status.get("health") if isinstance(status, Mapping) else None
+    value = found.get("status") if isinstance(found, Mapping) else None
+    try:
+        health = HealthStatus(value)
+    except ValueError:
+        return None
+    message = found.get("message") if isinstance(found, Mapping) else None
+    return Health(health, str(message) if message else "")

@@ -1,7 +1,7 @@
 """The remediation's Kubernetes client: the few reads it decides from and the two writes it may send.
 
 It is the only writing client of argo-doctor, used by `fix --apply` and `serve` and nothing else. It shares the
-kubeconfig handling of the live source (`sources.live.http_client`) and keeps its own short timeouts, because a
+kubeconfig handling of the live source (`sources.live.kube_config`) and keeps its own short timeouts, because a
 webhook must be answered within the request. Reads are retried once on a dropped connection; writes are not
 retried here: a restart patch carries the Rollout's resourceVersion, so the caller re-decides on a fresh read.
 As in the live source, an answer is streamed within a deadline, its size capped (decompressed) and its JSON
@@ -19,7 +19,7 @@ import httpx2
 import msgspec
 
 from argo_doctor.sources.files import JsonTooDeep, decode_json
-from argo_doctor.sources.live import MAX_BODY_BYTES, Answer, ApiError, http_client
+from argo_doctor.sources.live import MAX_BODY_BYTES, Answer, ApiError, http_client_for, kube_config
 
 TIMEOUT = 5.0
 """Seconds one read may wait."""
@@ -41,15 +41,18 @@ class KubeError(ApiError):
 class KubeClient:
     """GET, merge-PATCH and POST against one API server, JSON in and out."""
 
-    def __init__(self, http: httpx2.Client, server: str) -> None:
+    def __init__(self, http: httpx2.Client, server: str, namespace: str = "default") -> None:
         self._http = http
         self.server = server
+        self.namespace = namespace
+        """The namespace of the kubeconfig context (or of the pod's service account): kubectl's default one."""
 
     @classmethod
     def connect(cls, kubeconfig: Path | None = None, context: str | None = None,
                 timeout: float = TIMEOUT) -> KubeClient:
         """A client for the cluster of `--kubeconfig`/`--context`, chosen as kubectl chooses it."""
-        return cls(*http_client(kubeconfig, context, timeout=timeout))
+        single = kube_config(kubeconfig, context)
+        return cls(*http_client_for(single, timeout), namespace=single.namespace)
 
     def get(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
         """One object or list; a dropped connection is retried once."""
@@ -108,8 +111,10 @@ class KubeClient:
         self._http.close()
 
 
-def rollout_path(namespace: str, name: str | None = None) -> str:
-    """The API path of a Rollout, or of the Rollouts of a namespace."""
+def rollout_path(namespace: str | None, name: str | None = None) -> str:
+    """The API path of a Rollout, or of the Rollouts of a namespace (None: of every namespace)."""
+    if namespace is None:
+        return f"{ROLLOUTS}/rollouts"
     base = f"{ROLLOUTS}/namespaces/{quote(namespace, safe='')}/rollouts"
     return f"{base}/{quote(name, safe='')}" if name else base
 

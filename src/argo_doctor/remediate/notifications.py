@@ -25,7 +25,7 @@ Three YAML documents, each a merge patch for an object of the Argo CD namespace 
      turns false (`SetAlreadyNotified` returns early when `OncePer != ""`): the catalog's `on-health-degraded`
      (`oncePer: app.status.operationState?.syncResult?.revision`, argo-cd
      `notifications_catalog/triggers/on-health-degraded.yaml`) therefore fires once per synced revision, and
-     a Rollout that gets stuck again at the same revision, which is what incident 5 looks like, would never
+     a Rollout that gets stuck again at the same revision (as a Rollout stuck Degraded with ready pods does) would never
      be notified again. A failed delivery (any error, non-2xx included) clears the record, so it is retried on
      the next reconciliation of the Application: the service answers 200 for every decided case.
      One limit remains: while the Application stays Degraded (for example because another of its Rollouts is

@@ -87,6 +87,9 @@ class _Plan(NamedTuple):
     decision: Decision
 
 
+NOT_FOUND = "the Rollout does not exist"
+
+
 class Restarter:
     """Decides and acts on Rollouts through one client, one policy and (optionally) one audit store."""
 
@@ -122,32 +125,40 @@ class Restarter:
         return Result([self._decide(namespace or note.namespace or "", name, context)
                        for namespace, name in targets])
 
-    def rollouts(self, namespace: str, *, app: tuple[str, str] | None = None, name: str | None = None) -> Result:
-        """Decide on the Rollouts of a namespace, of an Application (`(namespace, name)`) there, or one by name."""
-        context: dict[str, Any] = {"namespace": namespace, "app": "/".join(app) if app else None, "name": name}
-        if not self.policy.namespace_allowed(namespace):
+    def rollouts(self, namespace: str | None, *, app: tuple[str, str] | None = None,
+                 name: str | None = None) -> Result:
+        """Decide on the Rollouts of a namespace (None: of every namespace the policy allows), of an Application
+        (`(namespace, name)`) there, or one by name."""
+        context: dict[str, Any] = {"namespace": namespace or "*", "app": "/".join(app) if app else None,
+                                   "name": name}
+        if namespace is not None and not self.policy.namespace_allowed(namespace):
             return self._refused(f"namespace {namespace} is not in the policy's allow.namespaces",
                                  "namespace not allowed", context, time.perf_counter())
         if app is not None and not self.policy.application_allowed(*app):
             return self._refused(f"application {'/'.join(app)} is not in the policy's allow.applications",
                                  "application not allowed", context, time.perf_counter())
         try:
-            if name is not None:
-                names = [name]
+            if name is not None and namespace is not None:
+                keys = [(namespace, name)]
             elif app is not None:
                 managed = self.client.get(application_path(*app))
-                names = [n for ns, n in _rollouts_of(managed) if (ns or namespace) == namespace]
+                default = namespace or _destination_namespace(managed)  # where Argo CD puts a namespaced resource
+                keys = [(ns or default, n) for ns, n in _rollouts_of(managed)
+                        if namespace is None or (ns or namespace) == namespace]
             else:
                 listed = self.client.get(rollout_path(namespace))
-                names = sorted(str(_meta(item).get("name")) for item in _items(listed))
+                keys = sorted((str(_meta(item).get("namespace") or namespace), str(_meta(item).get("name")))
+                              for item in _items(listed))
+                if namespace is None:  # every namespace: those the policy allows
+                    keys = [(ns, n) for ns, n in keys if self.policy.namespace_allowed(ns)]
         except KubeError as exc:
             raise Unavailable(str(exc)) from None
         outcomes = []
-        for n in names:  # one Rollout the API failed on does not hide what was done to the others
+        for ns, n in keys:  # one Rollout the API failed on does not hide what was done to the others
             try:
-                outcomes.append(self._decide(namespace, n, context))
+                outcomes.append(self._decide(ns, n, context))
             except Unavailable as exc:
-                outcomes.append(Outcome(f"{namespace}/{n}", "failed", str(exc)))
+                outcomes.append(Outcome(f"{ns}/{n}", "failed", str(exc)))
         return Result(outcomes)
 
     def _decide(self, namespace: str, name: str, context: dict[str, Any]) -> Outcome:
@@ -183,7 +194,7 @@ class Restarter:
             rollout = self.client.get(rollout_path(namespace, name))
         except KubeError as exc:
             if exc.status == 404:
-                return Outcome(key, "skipped", "the Rollout does not exist")
+                return Outcome(key, "skipped", NOT_FOUND)
             raise
         verdict = self._verdict(namespace, rollout)
         # Without the history (cooldown, cap), a skip stays a skip: only what could be restarted takes the lock.
@@ -320,6 +331,14 @@ class Restarter:
                 return replace(outcome, reason=f"{outcome.reason} (audit record failed: {exc})")
             raise Unavailable(str(exc)) from None
         return outcome
+
+
+def _destination_namespace(app: dict[str, Any]) -> str:
+    """The namespace an Application deploys to (`spec.destination.namespace`); empty when it names none."""
+    spec = app.get("spec")
+    destination = spec.get("destination") if isinstance(spec, dict) else None
+    found = destination.get("namespace") if isinstance(destination, dict) else None
+    return str(found) if found else ""
 
 
 def _rollouts_of(app: dict[str, Any]) -> list[tuple[str, str]]:

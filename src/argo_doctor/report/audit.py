@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from argo_doctor.remediate.store import AuditEntry
-from argo_doctor.report.columns import columns
+from argo_doctor.report.columns import text_columns
 from argo_doctor.report.json import encode
 from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
 
 HEADER = ("TIME", "INSTANCE", "ROLLOUT", "ACTION", "REASON", "LATENCY")
+REASON = 4
 
 
 def entry_json(entry: AuditEntry) -> dict[str, Any]:
@@ -37,9 +38,10 @@ def _line(text: str) -> str:
     return " ".join(text.split())
 
 
-def render(entries: list[AuditEntry], output: str) -> str:
+def render(entries: list[AuditEntry], output: str, width: int | None = None, wide: bool = False) -> str:
     """The entries in the order given (the store's: newest first): a JSON array of objects for `json`, else
-    one line per decision."""
+    one line per decision, fitted to `width` unless `wide` (the reason cut, or on a line of its own under its
+    decision when little room is left for it)."""
     if output == "json":
         return encode([entry_json(e) for e in entries])
     entries = clean(entries, human=True)
@@ -48,4 +50,4 @@ def render(entries: list[AuditEntry], output: str) -> str:
     rows = [HEADER]
     rows += [(format_time(e.time) or "", _line(e.instance), _line(e.rollout), _line(e.action), _line(e.reason),
               f"{e.latency_ms:.1f} ms") for e in entries]
-    return columns(rows)
+    return "\n".join(text_columns(rows, None if wide else width, REASON))

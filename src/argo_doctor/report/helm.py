@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from argo_doctor.helm import ChartReport
+from argo_doctor.report.columns import INDENT, cut, wrap
 from argo_doctor.sources.redact import clean
 
 
@@ -33,27 +34,32 @@ def report_json(report: ChartReport) -> dict[str, Any]:
     }
 
 
-def report_text(report: ChartReport) -> str:
+def report_text(report: ChartReport, width: int | None = None, wide: bool = False) -> str:
     """The chart report as text: one block per call, then the render comparison and problems; every text
-    redacted and without control characters."""
+    redacted and without control characters. Fitted to `width` unless `wide`: lines wrapped (no word cut), the
+    lines of the render diff cut."""
     report = clean(report, human=True)
-    head = f"chart {report.name} {report.version or ''} ({report.path})".rstrip()
+    width = None if wide else width
+    lines = wrap(f"chart {report.name} {report.version or ''} ({report.path})".rstrip(), width, "", INDENT)
     if not report.uses:
-        lines = [head, "no template function that changes on every render"]
+        lines.append("no template function that changes on every render")
     else:
-        lines = [head, f"{len(report.uses)} call(s) whose output changes on every render:"]
+        lines.append(f"{len(report.uses)} call(s) whose output changes on every render:")
         for use in report.uses:
             field = ".".join(use.field).replace(".[]", "[]")
             reached = "" if use.certain else " — may be reached (a condition on the way depends on more than values)"
-            lines.append(f"  {use.function} ({use.kind}) at {use.call}{reached}")
-            lines.append(f"    lands in {use.resource_kind or '?'} {use.resource_name or '?'} {field} ({use.output})")
+            lines += wrap(f"{use.function} ({use.kind}) at {use.call}{reached}", width, "  ", "      ")
+            lines += wrap(f"lands in {use.resource_kind or '?'} {use.resource_name or '?'} {field} ({use.output})",
+                          width, INDENT, INDENT + "  ")
             if use.via:
-                lines.append(f"    via {' → '.join(use.via)}")
+                lines += wrap(f"via {' → '.join(use.via)}", width, INDENT, INDENT + "  ")
             for switch in use.switches:
-                lines.append(f"    avoided by: {switch.text}")
+                lines += wrap(f"avoided by: {switch.text}", width, INDENT, INDENT + "  ")
     if report.render_diff is not None:
         lines.append("two renders with helm: " + ("identical" if not report.render_diff else "DIFFERENT"))
         if report.render_diff:
-            lines.append(report.render_diff)
-    lines.extend(f"error: {loc}: {msg}" for loc, msg in report.problems)
+            diff = report.render_diff.split("\n")
+            lines += diff if width is None else [cut(line, width) for line in diff]
+    for loc, msg in report.problems:
+        lines += wrap(f"error: {loc}: {msg}", width, "", INDENT)
     return "\n".join(lines)

@@ -27,7 +27,7 @@ from argo_doctor.report.json import chain_json
 from argo_doctor.report.options import ReportOptions
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.redact import clean
-from argo_doctor.timeline import full_timeline
+from argo_doctor.timeline import COMPONENT_TITLES, full_timeline
 from argo_doctor.timeutil import format_time
 
 EVIDENCE_SHOWN = 20
@@ -38,6 +38,8 @@ _LANE_ORDER = ("repo-server", "application-controller", "server", "applicationse
                "kubelet", "nodes", "events", "kube-apiserver", "objects")
 """Lanes top to bottom: Argo CD, then Rollouts, Events, Workflows, then the cluster; other components (pods of
 unknown components) sit between the Argo lanes and the cluster's."""
+CUT_MIN_MS = 5 * 60 * 1000
+"""The shortest stretch without a fact that the timeline cuts out of its axis."""
 
 
 def _asset(name: str) -> str:
@@ -185,10 +187,32 @@ def _lanes(components: Iterable[str]) -> list[str]:
     return sorted(set(components), key=lambda c: (order.get(c, order["kubelet"] - 0.5), c))
 
 
+def axis_cuts(times: Iterable[int]) -> list[list[int]]:
+    """The stretches without any fact that the timeline picture cuts out of its axis, as `[last ms before, first ms
+    after]`, oldest first, so that one old event does not squeeze every other mark to one edge. The cuts are the
+    longest gaps between facts: each at least `CUT_MIN_MS` long, at least ten times longer than every gap kept (the
+    largest such jump in length decides), and together more than half of the whole span. The page draws each cut as
+    a hatched band labelled with its length."""
+    points = sorted(set(times))
+    gaps = sorted(((b - a, a, b) for a, b in pairwise(points)), reverse=True)
+    count, jump = 0, 10.0
+    for i in range(len(gaps) - 1):
+        if gaps[i][0] < CUT_MIN_MS:
+            break
+        ratio = gaps[i][0] / gaps[i + 1][0]
+        if ratio >= jump:
+            count, jump = i + 1, ratio
+    cut = gaps[:count]
+    if not cut or 2 * sum(length for length, _, _ in cut) <= points[-1] - points[0]:
+        return []
+    return sorted([a, b] for _, a, b in cut)
+
+
 def timeline_data(entries: Sequence[TimelineEntry], findings: Sequence[Finding], around: datetime | None = None,
                   window: str = "10m") -> dict[str, Any]:
     """What the page's script draws: the entries (time in ms, component, kind, location, excerpt, finding ids), the
-    lanes, the worst severity of each finding, and the chain edges between entries with their gaps in seconds."""
+    lanes and the names shown for them where these differ, the worst severity of each finding, the chain edges between
+    entries with their gaps in seconds, and the empty stretches cut out of the axis (none in a window asked for)."""
     index = {(e.location, e.excerpt): i for i, e in enumerate(entries)}
     edges = []
     for finding in findings:
@@ -198,13 +222,16 @@ def timeline_data(entries: Sequence[TimelineEntry], findings: Sequence[Finding],
             gap = round((entries[b].time - entries[a].time).total_seconds(), 3)
             edges.append({"from": a, "to": b, "gap": gap, "finding": finding.id,
                           "severity": finding.severity.label})
+    lanes = _lanes(e.component for e in entries)
     return {
         "entries": [{"t": _millis(e.time), "time": format_time(e.time), "component": e.component, "kind": e.kind,
                      "location": e.location, "excerpt": e.excerpt, "findings": list(e.findings)} for e in entries],
-        "lanes": _lanes(e.component for e in entries),
+        "lanes": lanes,
+        "laneNames": {lane: COMPONENT_TITLES[lane] for lane in lanes if lane in COMPONENT_TITLES},
         "severity": {f.id: f.severity.label for f in findings},
         "titles": {f.id: f.title for f in findings},
         "edges": edges,
+        "cuts": [] if around else axis_cuts(_millis(e.time) for e in entries),  # a window asked for is drawn whole
         "around": format_time(around),
         "window": window,
     }
@@ -220,6 +247,8 @@ def _timeline_section(data: dict[str, Any], total: int | None = None) -> str:
         why = (f"None of the {_count(total, 'timestamped fact')} of the input {where}." if total
                else "No timestamped fact in the input.")
         return f'<section id="timeline"><h2>Timeline</h2><p>{why}</p></section>'
+    cuts = (' Hatched bands are stretches without any fact, cut out of the time axis<span id="view-cuts"></span>.'
+            if data["cuts"] else "")
     return (
         f'<section id="timeline"><h2>Timeline <span class="muted">({_count(count, "fact")}, '
         f'{_count(len(data["edges"]), "chain arrow")})</span></h2>'
@@ -232,7 +261,8 @@ def _timeline_section(data: dict[str, Any], total: int | None = None) -> str:
         '</label><label>window <input id="window" type="text" size="6"></label>'
         '<button type="button" data-act="window">Show window</button><span id="view-range" class="muted"></span>'
         '</div><p class="hint">Wheel to zoom, drag to pan, hover a mark for its line; click a mark to centre the '
-        'window on it.</p><div id="chart"></div><div id="tip" role="tooltip" hidden></div></section>'
+        f'window on it.{cuts}</p><div id="chart"></div>'
+        '<div id="tip" role="tooltip" hidden></div></section>'
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from argo_doctor.facts.installation import InstalledComponent, Integration
 from argo_doctor.facts.rbac import Grant, Permissions
 from argo_doctor.model import Finding
-from argo_doctor.report.columns import columns
+from argo_doctor.report.columns import INDENT, cells, columns, sizes, text_columns, wrap
 from argo_doctor.report.json import dumps, evidence_json, finding_json, ref_json
 from argo_doctor.sources.redact import SecretScrubber, clean
 
@@ -90,6 +90,9 @@ def _human(components: Sequence[InstalledComponent], permissions_by_component: P
 
 # -- the table ------------------------------------------------------------------------------------------------------
 
+FLEXIBLE = (3, 5, 6)
+"""The columns cut first: version, nodes, ServiceAccount."""
+
 
 def _line(text: Any) -> str:
     return " ".join(str(text).split())
@@ -105,10 +108,22 @@ def _resource(permission: Mapping[str, Any]) -> str:
     return f"{text} ({', '.join(names)})" if names else text
 
 
+def _narrow(rows: Sequence[Sequence[str]], width: int) -> bool:
+    """Whether the table would cut a component's name, namespace, kind or replicas to fit `width`."""
+    natural = [max(cells(row[i]) for row in rows) for i in range(len(HEADER))]
+    return any(size < most for i, (size, most) in enumerate(zip(sizes(rows, width, FLEXIBLE), natural, strict=True))
+               if i not in FLEXIBLE)
+
+
 def map_table(components: Sequence[InstalledComponent], permissions_by_component: PermissionsByComponent,
-              findings: Sequence[Finding], scrubber: SecretScrubber | None = None) -> str:
+              findings: Sequence[Finding], scrubber: SecretScrubber | None = None, width: int | None = None,
+              wide: bool = False) -> str:
     """Components as aligned columns, each followed by its settings and integrations; then each ServiceAccount's
-    permissions; then the findings."""
+    permissions; then the findings. Fitted to `width` unless `wide`: columns cut (the version, nodes and
+    ServiceAccount first; when the others would be cut too, the kind, nodes and ServiceAccount of each component
+    go on a line under it), lines of prose wrapped."""
+    width = None if wide else width
+    inner = None if width is None else width - len(INDENT)
     doc = _human(components, permissions_by_component, findings, scrubber)
     comps = doc["components"]
     if not comps:
@@ -118,16 +133,23 @@ def map_table(components: Sequence[InstalledComponent], permissions_by_component
         rows += [(_line(c["name"]), _line(c["namespace"]), _line(c["component"]), _line(c["version"] or "?"),
                             "?" if c["replicas"] is None else str(c["replicas"]), _line(",".join(c["nodes"]) or "-"),
                             _line(c["serviceAccount"])) for c in comps]
-        lines = columns(rows).split("\n")
+        narrow = width is not None and _narrow(rows, width)
+        if narrow:  # the columns but the name, namespace, version and replicas go under each component
+            lines = columns([(n, ns, v, r) for n, ns, _, v, r, _, _ in rows], width, flexible=(2,)).split("\n")
+        else:
+            lines = columns(rows, width, flexible=FLEXIBLE).split("\n")
         out = [lines[0]]
-        for line, comp in zip(lines[1:], comps, strict=True):
+        for line, comp, row in zip(lines[1:], comps, rows[1:], strict=True):
             out.append(line)
+            if narrow:
+                out += wrap(f"{row[2]} on {row[5]}, ServiceAccount {row[6]}", width, INDENT, INDENT * 2)
             if comp["settings"]:
-                out.append("    settings: " + _line(", ".join(f"{k}={v}" for k, v in comp["settings"].items())))
+                out += wrap("settings: " + _line(", ".join(f"{k}={v}" for k, v in comp["settings"].items())), width,
+                            INDENT, INDENT * 2)
             for item in comp["integrations"]:
-                out.append(f"    → {_line(item['target'])}: {_line(item['api'])}")
-                out.append(f"        auth: {_line(item['auth'])}")
-                out.append(f"        for:  {_line(item['purpose'])}")
+                out += wrap(f"→ {_line(item['target'])}: {_line(item['api'])}", width, INDENT, INDENT + "  ")
+                out += wrap(f"auth: {_line(item['auth'])}", width, INDENT * 2, INDENT * 2 + "      ")
+                out += wrap(f"for:  {_line(item['purpose'])}", width, INDENT * 2, INDENT * 2 + "      ")
         out += ["", "PERMISSIONS"]
         seen: set[tuple[str, str]] = set()
         for comp in comps:
@@ -136,22 +158,23 @@ def map_table(components: Sequence[InstalledComponent], permissions_by_component
                 continue
             seen.add(account)
             users = [c["name"] for c in comps if (c["namespace"], c["serviceAccount"]) == account]
-            out.append(f"ServiceAccount {account[0]}/{account[1]} ({', '.join(users)})")
+            out += wrap(f"ServiceAccount {account[0]}/{account[1]} ({', '.join(users)})", width, "", INDENT)
             perms = comp["permissions"]
             if perms:
                 grants = [(_line(_resource(p)), _line(", ".join(p["verbs"])),
                            "cluster-wide" if p["namespace"] is None else f"in {_line(p['namespace'])}",
                            "via " + _line(" → ".join(p["via"]))) for p in perms]
-                out += ["    " + line for line in columns(grants).split("\n")]
+                out += [INDENT + line for line in text_columns(grants, inner, 3, (1,), header=False)]
             else:
-                out.append("    no grant in the input")
-            out += [f"    note: {_line(n)}" for n in comp["permissionNotes"]]
+                out.append(INDENT + "no grant in the input")
+            for note in comp["permissionNotes"]:
+                out += wrap(f"note: {_line(note)}", width, INDENT, INDENT * 2)
     out += ["", "FINDINGS"]
     if doc["findings"]:
         found = [(str(f["severity"]).upper(), _line(f["rule"]), _line(f["title"])) for f in doc["findings"]]
-        out += ["    " + line for line in columns(found).split("\n")]
+        out += [INDENT + line for line in columns(found, inner, flexible=(2,), header=False).split("\n")]
     else:
-        out.append("    none")
+        out.append(INDENT + "none")
     return "\n".join(out)
 
 
@@ -249,11 +272,15 @@ def map_dot(components: Sequence[InstalledComponent], permissions_by_component: 
 
 
 def render(output: str, components: Sequence[InstalledComponent], permissions_by_component: PermissionsByComponent,
-           findings: Sequence[Finding], scrubber: SecretScrubber | None = None) -> str:
-    """The map in one of OUTPUTS (`table`, `json`, `mermaid`, `dot`), without a trailing newline."""
+           findings: Sequence[Finding], scrubber: SecretScrubber | None = None, width: int | None = None,
+           wide: bool = False) -> str:
+    """The map in one of OUTPUTS (`table`, `json`, `mermaid`, `dot`), without a trailing newline; the table fitted
+    to `width` unless `wide`."""
     if output == "json":
         return dumps(map_json(components, permissions_by_component, findings, scrubber))
-    renderer = {"table": map_table, "mermaid": map_mermaid, "dot": map_dot}.get(output)
+    if output == "table":
+        return map_table(components, permissions_by_component, findings, scrubber, width, wide)
+    renderer = {"mermaid": map_mermaid, "dot": map_dot}.get(output)
     if renderer is None:
         raise ValueError(f"unknown map output {output!r}; one of {', '.join(OUTPUTS)}")
     return renderer(components, permissions_by_component, findings, scrubber)

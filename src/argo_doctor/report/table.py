@@ -131,6 +131,12 @@ def _print(console: Console, renderable: RenderableType, slots: Slots) -> None:
     slots.clear()
 
 
+def print_words(console: Console, text: Text) -> None:
+    """Print `text` wrapped to the console's width, no word cut (a word longer than the width on a line of its own)."""
+    slots: Slots = []
+    _print(console, _Words(text, slots), slots)
+
+
 MAX_LINES = 40
 """The most lines of one text a table shows (a health message can hold a whole log; rich splits a text into
 lines in time that grows with the square of their number)."""

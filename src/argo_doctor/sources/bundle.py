@@ -82,6 +82,33 @@ def load(paths: Iterable[str | Path], workdir: Path | None = None, early: EarlyL
     return snap
 
 
+def is_bundle(path: Path) -> bool:
+    """A bundle folder, a cluster-info dump or a tarball: one installation, read as one."""
+    if path.is_file():
+        return path.name.endswith(TARBALL_SUFFIXES)
+    return path.is_dir() and (any(os.path.lexists(path / m) for m in BUNDLE_MARKERS) or dump.is_cluster_info_dump(path))
+
+
+def bundles_in(folder: Path, depth: int = 2) -> list[Path]:
+    """The bundles, dumps and tarballs a folder holds, `depth` levels down (`examples/`, a folder of collections),
+    sorted; empty for a folder that is itself one, or that holds object files of its own (it is read as files)."""
+    if depth <= 0 or not folder.is_dir() or is_bundle(folder):
+        return []
+    try:
+        children = sorted(c for c in folder.iterdir() if not c.name.startswith("."))
+    except OSError:
+        return []
+    if any(c.is_file() and _is_object_file(c) for c in children):
+        return []
+    found = []
+    for child in children:
+        if is_bundle(child):
+            found.append(child)
+        elif child.is_dir():
+            found += bundles_in(child, depth - 1)
+    return found
+
+
 class EarlyLoads:
     """Object files parsed on a pool of forked workers as soon as they are written into the folder `root` (`scan
     --live`: the parsing overlaps the collection, which waits on the API server in one process), for `load` to take
@@ -621,7 +648,8 @@ def _read_bundle_meta(snap: Snapshot, path: Path, prefix: str) -> None:
         snap.meta.setdefault("collectedBy", str(meta["collectedBy"]))
     cluster = meta.get("cluster")
     if isinstance(cluster, dict):
-        fields = {k: str(cluster[k]) for k in ("name", "version") if isinstance(cluster.get(k), str | int | float)}
+        fields = {k: str(cluster[k]) for k in ("name", "version", "context")
+                  if isinstance(cluster.get(k), str | int | float)}
         snap.meta.setdefault("cluster", fields)
     skipped = meta.get("skipped")
     for entry in skipped if isinstance(skipped, list) else []:

@@ -128,6 +128,8 @@ class ReadOnlyClient:
         self.late = ""
         """How `until` is named in errors."""
         self._lock = threading.Lock()
+        self.context = ""
+        """The kubeconfig context the cluster was chosen by (empty in a pod), to name it as kubectl users do."""
 
     @staticmethod
     def _only_get(request: httpx2.Request) -> None:
@@ -310,15 +312,25 @@ def status_reason(response: httpx2.Response, body: bytes) -> str:
 
 def connect(kubeconfig: Path | None = None, context: str | None = None, *, timeout: float = TIMEOUT,
             service_account: Path = SERVICE_ACCOUNT) -> ReadOnlyClient:
-    """A read-only client for the cluster of `--kubeconfig`/`--context` (see `http_client`)."""
-    return ReadOnlyClient(*http_client(kubeconfig, context, timeout=timeout, service_account=service_account))
+    """A read-only client for the cluster of `--kubeconfig`/`--context` (see `kube_config`)."""
+    single = kube_config(kubeconfig, context, service_account)
+    client = ReadOnlyClient(*http_client_for(single, timeout))
+    client.context = single.context_name
+    return client
 
 
 def http_client(kubeconfig: Path | None = None, context: str | None = None, *, timeout: float = TIMEOUT,
                 service_account: Path = SERVICE_ACCOUNT) -> tuple[httpx2.Client, str]:
-    """An HTTP client and the server URL for the cluster of `--kubeconfig`/`--context`, as kubectl chooses it: the
-    given file, else the files of `$KUBECONFIG` (the first that has the context), else `~/.kube/config`, else the
-    in-cluster service account when running in a pod. `connect` wraps it read-only; only `remediate` writes."""
+    """An HTTP client and the server URL for the cluster of `--kubeconfig`/`--context` (see `kube_config`).
+    `connect` wraps it read-only; only `remediate` writes."""
+    return http_client_for(kube_config(kubeconfig, context, service_account), timeout)
+
+
+def kube_config(kubeconfig: Path | None = None, context: str | None = None,
+                service_account: Path = SERVICE_ACCOUNT) -> SingleConfig:
+    """The cluster, user and namespace of `--kubeconfig`/`--context`, as kubectl chooses them: the given file, else
+    the files of `$KUBECONFIG` (the first that has the context), else `~/.kube/config`, else the in-cluster service
+    account when running in a pod. ConfigError, one line, when there is none."""
     if kubeconfig is not None:
         candidates = [kubeconfig]
     else:
@@ -346,6 +358,11 @@ def http_client(kubeconfig: Path | None = None, context: str | None = None, *, t
         if not reasons:
             reasons.append("no kubeconfig ($KUBECONFIG, ~/.kube/config) and not running in a pod; give --kubeconfig")
         raise ConfigError(f"cannot use the cluster configuration: {'; '.join(reasons)}")
+    return single
+
+
+def http_client_for(single: SingleConfig, timeout: float = TIMEOUT) -> tuple[httpx2.Client, str]:
+    """An HTTP client and the server URL for a chosen configuration."""
     try:
         http = _plain_http(single, timeout) or adapter_client(single, ConnectionParams(timeout=httpx2.Timeout(timeout)))
     except (LightkubeConfigError, OSError, KeyError, ValueError, TypeError, AttributeError, AssertionError) as exc:
@@ -951,7 +968,8 @@ class Collector:
         meta = {
             "collectedAt": started.isoformat().replace("+00:00", "Z"),
             "collectedBy": f"argo-doctor {__version__}",
-            "cluster": {"name": self.client.server, "version": str(version.get("gitVersion") or "")},
+            "cluster": {"name": self.client.server, "version": str(version.get("gitVersion") or ""),
+                        **({"context": self.client.context} if self.client.context else {})},
             "components": [{"name": n, "version": v} for n, v in components],
             "namespaces": sorted(namespaces),
             "options": {"since": f"{int(self.options.since.total_seconds())}s",
