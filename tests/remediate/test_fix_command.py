@@ -136,3 +136,18 @@ def test_all_namespaces_reads_every_rollout_the_policy_allows(api: FakeApiServer
 def test_a_rollout_that_does_not_exist_is_an_error(api: FakeApiServer, kubeconfig: Path) -> None:
     code, out = fix(kubeconfig, "-n", "apps", "--name", "nope")
     assert code == 1 and "Rollout apps/nope not found" in out
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_the_audit_table_fits_the_terminal_and_wide_keeps_every_reason(api: FakeApiServer, kubeconfig: Path,
+                                                                       tmp_path: Path, columns: int) -> None:
+    db = f"sqlite:///{tmp_path / 'audit.db'}"
+    code, _ = fix(kubeconfig, "-n", "apps", "--apply", "--audit-db", db)
+    assert code == 0
+    env = {"COLUMNS": str(columns)}
+    fitted = CliRunner(env=env).invoke(main, ["audit", "--audit-db", db]).stdout.splitlines()
+    assert len(fitted) > 4 and all(len(line) <= columns for line in fitted), fitted
+    wide = CliRunner(env=env).invoke(main, ["audit", "--audit-db", db, "-o", "wide"]).stdout
+    reasons = [d["reason"] for d in json.loads(CliRunner().invoke(
+        main, ["audit", "--audit-db", db, "-o", "json"]).stdout)]
+    assert reasons and all(" ".join(reason.split()) in wide for reason in reasons)
