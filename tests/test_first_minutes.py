@@ -185,3 +185,38 @@ def test_a_long_offline_scan_shows_what_it_reads_on_a_terminal_and_q_silences_it
     assert quiet.exit_code == 0 and "scanning" not in quiet.stderr
     piped = CliRunner(env={"FORCE_COLOR": None}).invoke(main, ["scan", str(BASIC), "--fail-on", "never"])
     assert "scanning" not in piped.stderr
+
+
+def test_each_bundle_of_a_folder_gets_the_findings_it_gets_alone() -> None:
+    """Rules keep what they gather from one input: a bundle scanned after another must not inherit its findings."""
+    whole = run("scan", str(INCIDENTS), "--min-severity", "info", "--fail-on", "never", columns=200).stdout
+    parts = whole.split("── ")[1:]
+    assert len(parts) == 6
+    for part in parts:
+        bundle = Path(part.split(" (", 1)[0])
+        alone = run("scan", str(bundle), "--min-severity", "info", "--fail-on", "never", columns=200).stdout
+        assert _rows(part) == _rows(alone), bundle.name
+
+
+def _rows(text: str) -> list[str]:
+    """The finding lines of a short scan output."""
+    return [line for line in text.splitlines() if line.split(" ", 1)[0] in {"CRITICAL", "HIGH", "MEDIUM", "LOW",
+                                                                             "INFO"}]
+
+
+def test_a_namespace_the_input_does_not_hold_is_an_error_naming_those_it_does() -> None:
+    result = run("scan", str(BASIC), "-n", "paymnts")
+    assert result.exit_code == 2 and "-n paymnts: no object of the input" in result.stderr
+    assert "payments" in result.stderr
+
+
+def test_a_mistyped_rule_gets_a_suggestion() -> None:
+    result = run("scan", str(BASIC), "--rule", "app-unhealty")
+    assert result.exit_code == 2 and "did you mean 'app-unhealthy'?" in result.stderr
+
+
+def test_the_details_say_what_min_severity_hid_and_counts_read_as_english() -> None:
+    text = run("scan", str(BASIC), "--details", "--fail-on", "never", columns=200).stdout
+    assert "; 4 info not shown (--min-severity info)" in text
+    image = run("scan", str(INCIDENTS / "image-updater"), "--fail-on", "never", columns=200).stdout
+    assert "1 log file, 0 audit files" in image.splitlines()[0]

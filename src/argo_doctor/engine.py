@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import threading
@@ -62,7 +63,9 @@ def select_analyzers(only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> 
     known = {cls.id for cls in classes}
     for rule in (*only, *skip):
         if rule not in known:
-            raise ConfigError(f"unknown rule {rule!r}; known rules: {', '.join(sorted(known))}")
+            close = difflib.get_close_matches(rule, sorted(known), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"unknown rule {rule!r}; {hint}`argo-doctor rules` lists them")
     return [cls() for cls in classes if (not only or cls.id in only) and cls.id not in skip]
 
 

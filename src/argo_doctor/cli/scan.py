@@ -66,7 +66,7 @@ def _shown(result: ScanResult, least: str | None) -> tuple[ScanResult, tuple[tup
 @main.command(short_help="Find what is wrong and why: one line per finding.")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Choice(sorted(REPORTERS)), default="table", show_default=True,
-              help="table: one line per finding; wide: with every object and the first evidence, untruncated.")
+              help="table: one line per finding; wide: with its first object and first evidence, untruncated.")
 @click.option("-v", "--details", is_flag=True, help="With -o table: each finding in full (why, objects, evidence, "
                                                      "fix).")
 @click.option("--min-severity", type=click.Choice(SEVERITIES), metavar="LEVEL",
@@ -124,6 +124,8 @@ def scan(
                 click.echo(("\n" if n else "") + f"── {inputs[0]} ({n + 1} of {len(runs)}) ──")
             with Progress(live.quiet or live.live) as progress:
                 progress.reading(inputs)
+                if n:  # a rule keeps what it gathered from one input: each bundle gets its own
+                    analyzers = select_analyzers(rules, skip_rules)
                 snap = guard.watch(snapshot(inputs, Path(workdir), live, needs_for(analyzers)))
                 progress.phase(f"scanning {len(snap):,} objects, {len(snap.log_files):,} log files, "
                                f"{len(snap.audit_files):,} audit files")

@@ -27,7 +27,7 @@ from argo_doctor.report.timeline import timeline_table
 from argo_doctor.snapshot import gc_paused
 from argo_doctor.sources.redact import clean
 from argo_doctor.timeline import full_timeline, select
-from argo_doctor.timeutil import parse_go_duration, parse_time, shift
+from argo_doctor.timeutil import format_time, parse_go_duration, parse_time, shift
 
 FINDING_ID = re.compile(r"[a-z0-9-]+:[0-9a-f]{12}")
 
@@ -38,7 +38,8 @@ def _before(around: str) -> float | None:
 
 
 def _centre(around: str, every: list[TimelineEntry], findings: list[Finding]) -> datetime:
-    """The time `--around` names, relative to the input (`-2h`) or a finding (its id)."""
+    """The time `--around` names, relative to the input (`-2h`) or a finding (its id: the start of its causal
+    chain, else its first timestamped evidence)."""
     seconds = _before(around)
     if seconds is not None:
         if not every:
@@ -48,7 +49,8 @@ def _centre(around: str, every: list[TimelineEntry], findings: list[Finding]) ->
     if found is None:
         raise ConfigError(f"--around {around}: no such finding (the ids: {', '.join(f.id for f in findings[:5])}"
                           f"{', …' if len(findings) > 5 else ''})")
-    times = [e.time for e in found.evidence if e.time is not None]
+    chained = [found.evidence[i] for i in found.chain if 0 <= i < len(found.evidence)]
+    times = [e.time for e in chained or found.evidence if e.time is not None]
     if not times:
         raise ConfigError(f"--around {around}: the finding has no timestamped evidence")
     return min(times)
@@ -118,4 +120,8 @@ def timeline(
             }
             click.echo(encode(doc, snap.scrubber))
             return
+        if centre is not None:
+            half = timedelta(seconds=width / 2)
+            click.echo(f"window: {format_time(shift(centre, -half))} to {format_time(shift(centre, half))} "
+                       f"(--around {around}, --window {window}): {len(entries)} of {len(every)} entries")
         click.echo(timeline_table(entries, chained, problems, len(every), table_width(), output == "wide"))

@@ -69,6 +69,12 @@ def scope(snap: Snapshot, apps: Iterable[str], namespaces: Iterable[str]) -> Sco
     if found.everything:
         return found
     objects = list(snap.all())
+    present = {o.namespace for o in objects} | {o.name for o in objects if o.kind == "Namespace"}
+    unknown = [ns for ns in found.namespaces if ns not in present]
+    if unknown:
+        known = ", ".join(sorted(n for n in present if n)) or "none"
+        raise ConfigError(f"-n {', '.join(unknown)}: no object of the input is in that namespace (namespaces: "
+                          f"{known})")
     for ns in found.namespaces:
         found.pods.update((ns, o.name) for o in objects if o.kind == "Pod" and o.namespace == ns)
     if not found.apps:

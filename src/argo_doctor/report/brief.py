@@ -14,7 +14,7 @@ from argo_doctor.engine import ScanResult
 from argo_doctor.model import Finding, Severity
 from argo_doctor.report.groups import Group, blocks
 from argo_doctor.report.options import ReportOptions
-from argo_doctor.report.table import STYLES, make_console, print_problems, print_words
+from argo_doctor.report.table import STYLES, make_console, print_problems, print_words, scanned
 from argo_doctor.sources.redact import clean
 
 OBJECT_FROM = 120
@@ -78,8 +78,7 @@ def render(result: ScanResult, out: IO[str], options: ReportOptions | None = Non
     snap = result.snapshot
     source = clean(snap.source, snap.scrubber, human=True)
     result = clean(result, snap.scrubber, human=True)
-    print_words(console, Text.assemble(("argo-doctor", "bold"), f" scanned {source}: {len(snap)} objects, "
-                                       f"{len(snap.log_files)} log files, {len(snap.audit_files)} audit files"))
+    print_words(console, Text.assemble(("argo-doctor", "bold"), scanned(source, snap)))
     rows = _rows(result, options)
     if rows:
         with_object = options.wide or console.width >= OBJECT_FROM

@@ -30,6 +30,7 @@ from argo_doctor.engine import ScanResult
 from argo_doctor.model import Evidence, Finding, Problem, Severity
 from argo_doctor.report.groups import WORST, Group, blocks
 from argo_doctor.report.options import ReportOptions
+from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.redact import clean
 from argo_doctor.timeutil import format_time
 
@@ -250,6 +251,12 @@ def _group_panel(group: Group, width: int, slots: Slots) -> Panel:
                   f"{group.rule} · group", width, slots)
 
 
+def scanned(source: str, snap: Snapshot) -> str:
+    """` scanned SOURCE: 146 objects, 7 log files, 1 audit file`: what the header line says after the name."""
+    counts = ((len(snap), "object"), (len(snap.log_files), "log file"), (len(snap.audit_files), "audit file"))
+    return f" scanned {source}: " + ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in counts)
+
+
 def width(environ: Mapping[str, str], tty: bool) -> int | None:
     """The output's width: `COLUMNS` when it is a number (at least MIN_WIDTH), else the terminal's (None: rich
     asks it), else PIPED_WIDTH."""
@@ -281,9 +288,7 @@ def render(result: ScanResult, out: IO[str], options: ReportOptions | None = Non
     snap = result.snapshot
     source = clean(snap.source, snap.scrubber, human=True)
     result = clean(result, snap.scrubber, human=True)
-    _print(console, _Words(Text.assemble(("argo-doctor", "bold"), f" scanned {source}: {len(snap)} objects, "
-                                         f"{len(snap.log_files)} log files, {len(snap.audit_files)} audit files"),
-                           slots), slots)
+    _print(console, _Words(Text.assemble(("argo-doctor", "bold"), scanned(source, snap)), slots), slots)
     groups = 0
     for block in blocks(result.findings):
         if isinstance(block, Finding):
@@ -303,7 +308,9 @@ def render(result: ScanResult, out: IO[str], options: ReportOptions | None = Non
     )
     shown = f" ({groups} group{'s' if groups > 1 else ''} shown as one block each)" if groups > 1 else \
         " (1 group shown as one block)" if groups else ""
-    console.print(f"{len(result.findings)} finding(s)" + (f": {counts}" if counts else "") + shown)
+    hidden = ", ".join(f"{n} {label}" for label, n in options.hidden)
+    hidden = f"; {hidden} not shown (--min-severity {options.hidden[-1][0]})" if options.hidden else ""
+    console.print(f"{len(result.findings)} finding(s)" + (f": {counts}" if counts else "") + shown + hidden)
     print_problems(console, result.problems)
 
 
