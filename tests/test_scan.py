@@ -324,7 +324,10 @@ def test_timeline_reports_the_input_notes_and_errors(tmp_path: Path) -> None:
     assert doc["timeline"] == [] and {(e["location"], e["kind"]) for e in doc["errors"]} == {
         ("broken.yaml:2", "error"), ("monday.yaml:1", "note"), ("Lua health scripts", "note")}
     window = CliRunner().invoke(main, ["timeline", str(EXAMPLES / "argocd-basic"), "--around", "2000-01-01T00:00:00Z"])
-    assert window.stdout.splitlines()[0].startswith("no timeline entry: none of the ")
+    said, empty = window.stdout.splitlines()[:2]
+    assert said.startswith("window: 1999-12-31T23:55:00Z to 2000-01-01T00:05:00Z (--around 2000-01-01T00:00:00Z, "
+                           "--window 10m): 0 of ")
+    assert empty.startswith("no timeline entry: none of the ")
 
 
 @pytest.mark.parametrize("command", ["scan", "timeline", "map"])
