@@ -726,3 +726,38 @@ def test_the_redactor_notes_the_values_it_left() -> None:
                   "stringData": {"password": "abc"}})
     note = redactor.note()
     assert note is not None and "key password of Secret x/db: shorter than" in note
+
+
+def test_last_applied_configurations_are_redacted_as_the_objects_they_hold() -> None:
+    """kubectl keeps the whole applied object in an annotation: a Secret's values, a ConfigMap's password, an
+    annotation that does not parse (masked for a Secret, its credentials masked otherwise)."""
+    applied = "kubectl.kubernetes.io/last-applied-configuration"
+
+    def obj(kind: str, text: str) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x", "namespace": "ns",
+                                                              "annotations": {applied: text}}}
+    redactor = Redactor()
+    secret = redactor.obj(obj("Secret", json.dumps({"apiVersion": "v1", "kind": "Secret",
+                                                    "data": {"token": base64.b64encode(b"Zx9-applied").decode()}})))
+    kept = json.loads(secret["metadata"]["annotations"][applied])  # type: ignore[index]
+    assert kept["data"]["token"] == fingerprint(b"Zx9-applied")
+    config = redactor.obj(obj("ConfigMap", json.dumps({"data": {"db.url": "postgres://app:Hunter2x@db:5432/app"}})
+                              + "\n"))
+    text = config["metadata"]["annotations"][applied]  # type: ignore[index]
+    assert "Hunter2x" not in text and text.endswith("\n") and json.loads(text)["data"]["db.url"].startswith(
+        "postgres://app:")
+    broken = redactor.obj(obj("Secret", '{"data": {"token": "WnR5LWFwcGxpZWQ='))
+    assert broken["metadata"]["annotations"][applied] == "<redacted>"  # type: ignore[index]
+    loose = redactor.obj(obj("ConfigMap", "not json, password=Hunter2x"))
+    assert loose["metadata"]["annotations"][applied] == "not json, password=<redacted>"  # type: ignore[index]
+
+
+def test_env_values_are_masked_by_the_name_of_their_variable() -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "ns"},
+                  "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "web:1", "env": [
+                      {"name": "DB_PASSWORD", "value": "plainword"}, {"name": "LOG_LEVEL", "value": "debug"},
+                      {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "api", "key": "token"}}}]}]}}}}
+    env = Redactor().obj(deployment)["spec"]["template"]["spec"]["containers"][0]["env"]  # type: ignore[index]
+    assert env[0] == {"name": "DB_PASSWORD", "value": "<redacted>"}
+    assert env[1] == {"name": "LOG_LEVEL", "value": "debug"}
+    assert env[2] == {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "api", "key": "token"}}}
