@@ -57,10 +57,15 @@ def test_a_complete_collection_says_nothing(tmp_path: Path) -> None:
 
 
 def test_refused_kinds_that_only_applications_deploy_are_low(tmp_path: Path) -> None:
-    jobs = {"what": "list jobs in batch-jobs", "request": "GET /apis/batch/v1/namespaces/batch-jobs/jobs?limit=500",
-            "reason": "403 Forbidden", "need": "kind:batch/Job", "status": "403"}
+    jobs = {"what": "list cronjobs in batch-jobs",
+            "request": "GET /apis/batch/v1/namespaces/batch-jobs/cronjobs?limit=500",
+            "reason": "403 Forbidden", "need": "kind:batch/CronJob", "status": "403"}
     (finding,), _ = _scan(tmp_path, [jobs])
     assert finding.severity.label == "low"
     assert "app-unhealthy" in finding.summary and "node-clock-skew" not in finding.summary
     (both,), _ = _scan(tmp_path / "again", [jobs, SECRETS])
     assert both.severity.label == "medium"
+    hooks = {**jobs, "what": "list jobs in batch-jobs", "need": "kind:batch/Job",
+             "request": "GET /apis/batch/v1/namespaces/batch-jobs/jobs?limit=500"}
+    (refused,), _ = _scan(tmp_path / "hooks", [hooks])  # operation-stuck reads hook Jobs, which no Application lists
+    assert refused.severity.label == "medium" and "operation-stuck" in refused.summary

@@ -230,7 +230,8 @@ def test_expand_takes_a_group_id_and_refuses_anything_else(bundle: Path, doc: di
         result = CliRunner().invoke(main, ["scan", str(bundle), "--expand", bad])
         assert result.exit_code == 2, (bad, result.output)
         (line,) = result.stderr.splitlines()
-        assert repr(bad) in line and f"rule ids: app-unhealthy, {SYNC}, " in line and DEGRADED in line
+        assert repr(bad) in line and DEGRADED in line
+        assert f"rule ids: app-deletion-stuck, app-unhealthy, {SYNC}, " in line
 
 
 def test_markdown_shows_the_group_and_expands_it(bundle: Path, doc: dict[str, Any]) -> None:

@@ -69,6 +69,8 @@ class AppUnhealthy(Analyzer):
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per unhealthy Application."""
         for app in ctx.snap.applications():
+            if app.meta.get("deletionTimestamp"):  # being deleted: app-deletion-stuck says what holds it, never "sync"
+                continue
             health = app.at("status", "health")
             raw_status = health.get("status") if isinstance(health, dict) else None
             if not raw_status or raw_status == HealthStatus.HEALTHY.value:

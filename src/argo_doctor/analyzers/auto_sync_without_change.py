@@ -10,6 +10,7 @@ sync, and what broke right after (calls to webhooks the sync reconfigured), as a
 
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
@@ -21,6 +22,7 @@ from typing import Any, NamedTuple
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural, resource_ref
+from argo_doctor.facts.managed_fields import foreign_writes
 from argo_doctor.facts.webhooks import CONFIG_KINDS, WEBHOOK_NEEDS, failed_webhook_name
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
@@ -439,12 +441,20 @@ class AutoSyncWithoutChange(Analyzer):
         gaps = [(b - a).total_seconds() for a, b in pairwise(times)]
         expiry = self._cache_expiration(ctx)
         periodic = bool(gaps) and all(abs(g - expiry) <= max(3600.0, 0.1 * expiry) for g in gaps)
-        trigger = self._trigger(ctx, latest, periodic, expiry)
+        fights = [(live, d) for _, live in snap.app_resources(app) if live is not None for d in foreign_writes(live)]
+        if fights:  # self-heal undoing another writer: the render is not what changed
+            live, first = fights[0]
+            cause = (f"Here the live state moves, not the render: {first.writer} changes {first.dotted} of {live.ref} "
+                     f"(Git {json.dumps(first.desired)}, live {json.dumps(first.live)}; see out-of-sync-writer), and "
+                     "each time Argo CD writes Git's value back.")
+        else:
+            cause = ("So the same revision rendered different manifests. "
+                     + self._trigger(ctx, latest, periodic, expiry))
         summary = (
             f"Argo CD synced {app.namespace}/{app.name} automatically {plural(len(instances), 'time')} without a "
             f"new commit: each time it deployed revision {latest.revision[:12]}, already deployed before "
             f"({', '.join(format_time(t) or '' for t in times)}). Automated sync runs when the live state differs "
-            "from what the repo-server renders, so the same revision rendered different manifests. " + trigger
+            "from what the repo-server renders. " + cause
         )
         if same_op and changed:
             summary += (f" The last of these syncs changed {plural(len(changed), 'resource')}: "

@@ -52,6 +52,8 @@ class SyncFailed(Analyzer):
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per Application whose operationState phase is Failed or Error."""
         for app in ctx.snap.applications():
+            if app.meta.get("deletionTimestamp"):  # being deleted: app-deletion-stuck says what holds it, never "sync"
+                continue
             op = app.at("status", "operationState")
             if isinstance(op, dict) and op.get("phase") in FAILED_PHASES:
                 yield self._finding(app, op)

@@ -60,6 +60,18 @@ class Webhook:
         """`clientConfig.caBundle` (base64), empty when absent."""
         return str(mapping(self.spec.get("clientConfig")).get("caBundle") or "")
 
+    def intercepts(self, group: str, resource: str, operations: tuple[str, ...] = ("CREATE", "UPDATE")) -> bool:
+        """Whether a rule of this webhook intercepts one of `operations` on `group`/`resource` (plural)."""
+        for rule in as_list(self.spec.get("rules")):
+            rule = mapping(rule)
+            groups = [str(g) for g in as_list(rule.get("apiGroups"))]
+            resources = [str(r) for r in as_list(rule.get("resources"))]
+            verbs = [str(o) for o in as_list(rule.get("operations"))]
+            if ((group in groups or "*" in groups) and (resource in resources or "*" in resources or "*/*" in resources)
+                    and any(o in verbs or "*" in verbs for o in operations)):
+                return True
+        return False
+
     def matches_pods(self) -> bool:
         """Whether a rule intercepts pod creation."""
         for rule in as_list(self.spec.get("rules")):
@@ -203,3 +215,35 @@ def failed_webhook_name(text: str) -> str | None:
     """The webhook named in a `failed calling webhook "…"` message."""
     match = _FAILED_CALL.search(text)
     return match.group("webhook") if match else None
+
+
+KYVERNO_PATCHES = "policies.kyverno.io/last-applied-patches"
+"""Where Kyverno records the mutations it made (`POLICY.RULE.kyverno.io: added /path`), kyverno/pkg/engine."""
+GATEKEEPER_MUTATIONS = "gatekeeper.sh/mutations"
+"""Where Gatekeeper records the mutators it applied (`Assign//name:generation`), with mutation annotations on."""
+
+
+def plural(kind: str) -> str:
+    """The resource name of a kind, as the API server makes it for most kinds (`Ingress` → `ingresses`)."""
+    lower = kind.lower()
+    if lower.endswith(("s", "x", "ch", "sh")):
+        return lower + "es"
+    if lower.endswith("y") and lower[-2:-1] not in "aeiou":
+        return lower[:-1] + "ies"
+    return lower + "s"
+
+
+def mutations_of(snap: Snapshot, obj: Obj) -> tuple[list[str], list[Webhook]]:
+    """What changed `obj` at admission, by what it left behind (a Kyverno patch record, Gatekeeper's mutators), and
+    the mutating webhooks whose rules intercept its kind (which may or may not have changed it)."""
+    said = []
+    for line in str(obj.annotations.get(KYVERNO_PATCHES) or "").splitlines():
+        if line.strip():
+            said.append(f"Kyverno ({' '.join(line.split())})")
+    mutators = str(obj.annotations.get(GATEKEEPER_MUTATIONS) or "")
+    if mutators:
+        said.append(f"Gatekeeper mutators {mutators}")
+    resource = plural(obj.kind)
+    hooks = [h for h in webhooks(snap) if h.config.kind == "MutatingWebhookConfiguration"
+             and h.intercepts(obj.group, resource)]
+    return said, hooks

@@ -66,6 +66,45 @@ def sync_error_advice() -> tuple[SyncErrorAdvice, ...]:
     )
 
 
+@dataclass(frozen=True)
+class OperationMessage:
+    """A message Argo CD writes while a sync operation runs: what it waits on (`waits`: completion, health,
+    deletion, confirmation) and the pattern whose groups name the object (group, kind, name, more)."""
+
+    id: str
+    pattern: re.Pattern[str]
+    waits: str
+    source: str
+
+
+@cache
+def operation_messages() -> tuple[OperationMessage, ...]:
+    """The known messages of a running sync operation, in file order."""
+    return tuple(OperationMessage(row["id"], re.compile(row["pattern"]), row["waits"], row["source"])
+                 for row in load_rows("operation_messages.yaml"))
+
+
+@dataclass(frozen=True)
+class FieldWriter:
+    """A manager known to write fields an Application also sets: `manager` a prefix, `subresource` and `field`
+    (dotted, "" for any) narrowing it, `writer` who that is in words."""
+
+    id: str
+    manager: str
+    subresource: str
+    field: str
+    writer: str
+    source: str
+
+
+@cache
+def field_writers() -> tuple[FieldWriter, ...]:
+    """The known writers of fields, in file order (the first that matches wins)."""
+    return tuple(FieldWriter(row["id"], row["manager"], str(row.get("subresource") or ""), str(row.get("field") or ""),
+                             " ".join(str(row["writer"]).split()), row["source"])
+                 for row in load_rows("field_writers.yaml"))
+
+
 @cache
 def known_kinds() -> frozenset[tuple[str, str]]:
     """(group, kind) of every kind known without a CRD: built-in Kubernetes and the Argo projects."""

@@ -52,6 +52,8 @@ DEFAULT_SEVERITY = {
     "sync-failed": Severity.HIGH, "rollout-stuck-degraded": Severity.HIGH, "rollout-degraded": Severity.HIGH,
     "workload-degraded": Severity.MEDIUM, "rbac-missing": Severity.MEDIUM, "rbac-overbroad": Severity.HIGH,
     "collector-permission-missing": Severity.MEDIUM, "component-known-bug": Severity.MEDIUM,
+    "operation-stuck": Severity.HIGH, "app-deletion-stuck": Severity.HIGH, "shared-resource": Severity.MEDIUM,
+    "progressing-forever": Severity.MEDIUM, "out-of-sync-writer": Severity.MEDIUM,
 }
 """Each rule's usual severity, its `defaultConfiguration.level` (every result carries its own level)."""
 _LOCATION = re.compile(r"(?P<path>[^\s:#]+):(?P<line>\d+)(?:#\S*)?(?:\s.*)?", re.DOTALL)

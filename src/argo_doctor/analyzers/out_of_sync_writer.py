@@ -1,0 +1,187 @@
+"""out-of-sync-writer: a resource OutOfSync for ever because something else writes a field Git sets.
+
+For each resource an Application lists as OutOfSync, the fields Argo CD applied (its last-applied configuration,
+written by client-side apply) are compared with the live object, and each field that differs is matched with the
+manager that last wrote it (`metadata.managedFields`, facts/managed_fields.py): an autoscaler through the `scale`
+subresource, a controller, someone with kubectl (knowledge/field_writers.yaml). A field Git does not set is no
+difference in Argo CD's comparison and is left out; a field only Argo CD wrote that differs means Git changed, and
+is not blamed on anyone. The fix is the `ignoreDifferences` entry that clears it, checked against the Application's
+existing entries (facts/ignore_differences.py), with RespectIgnoreDifferences=true when self-heal would otherwise
+undo the other writer. Objects applied server-side carry no last-applied configuration: they are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from argo_doctor.analyzers import Analyzer, Context
+from argo_doctor.analyzers.common import object_evidence
+from argo_doctor.facts.ignore_differences import coverage, json_pointer, respects_ignore_differences
+from argo_doctor.facts.managed_fields import Difference, foreign_writes, own_changes, same_quantity
+from argo_doctor.facts.webhooks import mutations_of, plural
+from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
+from argo_doctor.snapshot import Obj
+from argo_doctor.sources.objects import as_list, mapping
+from argo_doctor.timeutil import format_time
+
+DOCS = ("https://argo-cd.readthedocs.io/en/stable/user-guide/diffing/",
+        "https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/#respect-ignore-difference-configs")
+
+
+class OutOfSyncWriter(Analyzer):
+    """OutOfSync resources whose fields another writer changes."""
+
+    id = "out-of-sync-writer"
+    title = "Another writer keeps a resource OutOfSync"
+    needs = Needs(frozenset({"argoproj.io/Application"}), app_resources=True)
+
+    def analyze(self, ctx: Context) -> Iterable[Finding]:
+        for app in ctx.snap.applications():
+            if app.meta.get("deletionTimestamp"):
+                continue
+            for entry, live in ctx.snap.app_resources(app):
+                if live is None or mapping(entry).get("status") != "OutOfSync":
+                    continue
+                differences = foreign_writes(live)
+                if differences:
+                    yield self._finding(ctx, app, live, differences)
+                    continue
+                changed = own_changes(live)
+                if changed:
+                    yield _changed_on_the_way_in(ctx, app, live, changed)
+
+    def _finding(self, ctx: Context, app: Obj, live: Obj, differences: list[Difference]) -> Finding:
+        """The fields, their writers, the fight with self-heal, and the entry that clears it."""
+        name = f"{app.namespace}/{app.name}"
+        self_heal = bool(mapping(mapping(app.spec.get("syncPolicy")).get("automated")).get("selfHeal"))
+        evidence: list[Evidence] = []
+        lines = []
+        pointers = []
+        covered = []
+        for diff in differences:
+            when = format_time(diff.manager.time) if diff.manager.time else "an unknown time"
+            lines.append(f"{diff.dotted}: Git {_shown(diff.desired)}, live {_shown(diff.live)}, written by "
+                         f"{diff.writer} ({diff.manager.operation} at {when})")
+            evidence.append(object_evidence(live, ".metadata.managedFields",
+                                            f"{diff.manager.name} {diff.manager.operation}"
+                                            + (f" ({diff.manager.subresource})" if diff.manager.subresource else "")
+                                            + f" owns {diff.dotted}", diff.manager.time))
+            pointer = json_pointer([str(p) for p in diff.path])
+            if pointer is not None:
+                pointers.append(pointer)
+            cover = coverage(app, live, [str(p) for p in diff.path])
+            if cover.by:
+                covered.append(f"{diff.dotted} is ignored by {', '.join(cover.by)}")
+        summary = (f"{live.ref} of Application {name} is OutOfSync because another writer changes what Git sets: "
+                   + "; ".join(lines) + ".")
+        scalers = [h for h in ctx.snap.of_kind("HorizontalPodAutoscaler", "autoscaling", live.namespace)
+                   if mapping(mapping(h.raw.get("spec")).get("scaleTargetRef")).get("name") == live.name
+                   and mapping(mapping(h.raw.get("spec")).get("scaleTargetRef")).get("kind") == live.kind]
+        if scalers and any(d.path == ("spec", "replicas") for d in differences):
+            spec = mapping(scalers[0].raw.get("spec"))
+            summary += (f" HorizontalPodAutoscaler {scalers[0].namespace}/{scalers[0].name} scales it between "
+                        f"{spec.get('minReplicas', 1)} and {spec.get('maxReplicas')} replicas.")
+            evidence.append(object_evidence(scalers[0], ".spec.scaleTargetRef", f"scales {live.ref}"))
+        if self_heal:
+            summary += (" With self-heal, Argo CD writes Git's value back and the other writer changes it again: they "
+                        "take turns, and the resource is OutOfSync between the two.")
+        if covered:
+            summary += " " + "; ".join(covered) + ", yet Argo CD reports the resource OutOfSync: the entry may not " \
+                       "apply to the sync (see RespectIgnoreDifferences) or another field differs."
+        return Finding(
+            rule=self.id,
+            severity=Severity.HIGH if self_heal else Severity.MEDIUM,
+            title=f"{live.kind} {live.namespace}/{live.name} of {app.name} OutOfSync: {differences[0].dotted} "
+                  f"written by {differences[0].manager.name}",
+            summary=summary,
+            objects=[app.ref, live.ref],
+            evidence=[object_evidence(app, ".status.resources", f"{live.ref} OutOfSync"), *evidence],
+            remediation=_remediation(app, live, differences, pointers, self_heal),
+        )
+
+
+def _changed_on_the_way_in(ctx: Context, app: Obj, live: Obj,
+                           changed: list[tuple[tuple[str | int, ...], Any, Any]]) -> Finding:
+    """Fields only Argo CD wrote that the cluster stores otherwise: the API server's normalisation of a quantity, a
+    mutating webhook that left its record, or one whose rules match (the likely cause, at low severity)."""
+    dotted = ".".join(str(p) for p in changed[0][0])
+    fields = "; ".join(f"{'.'.join(str(p) for p in f)}: Git {_shown(w)}, live {_shown(a)}" for f, w, a in changed[:3])
+    said, hooks = mutations_of(ctx.snap, live)
+    evidence = [object_evidence(app, ".status.resources", f"{live.ref} OutOfSync"),
+                object_evidence(live, ".metadata.managedFields", f"{dotted} written by Argo CD alone")]
+    if all(same_quantity(w, a) for _, w, a in changed):
+        severity, cause = Severity.LOW, (
+            "the API server stores these quantities in its own spelling (the same value): Argo CD compares Git's "
+            "spelling with the stored one")
+        fix = ("Write the quantities in Git as the API server stores them, or let Argo CD compare through the API "
+               "server with the sync option ServerSideDiff=true (compare-options annotation "
+               "`argocd.argoproj.io/compare-options: ServerSideDiff=true`).")
+    elif said:
+        severity = Severity.MEDIUM
+        cause = f"a mutating admission controller changed them on the way in: {'; '.join(said)}"
+        fix = ("Make the policy leave these fields alone (exclude the Application's resources from it), or write in "
+               "Git what the policy writes, or ignore the fields with an ignoreDifferences entry (jsonPointers "
+               "below) and RespectIgnoreDifferences=true; ServerSideDiff=true lets Argo CD see what admission makes "
+               "of Git's manifests.")
+    elif hooks:
+        names = ", ".join(dict.fromkeys(f"{h.config.name} ({h.name})" for h in hooks))
+        severity, cause = Severity.LOW, (
+            f"no other manager wrote them, so they changed on the way in; the mutating webhooks whose rules match "
+            f"{plural(live.kind)} are {names}, the likely cause (admission changes are recorded under the applying "
+            "manager, Argo CD)")
+        fix = ("Check what the named webhook does to this kind; then change the webhook's policy or Git, or ignore the "
+               "fields (ignoreDifferences and RespectIgnoreDifferences=true); ServerSideDiff=true shows admission's "
+               "result in the diff.")
+    else:
+        severity, cause = Severity.LOW, (
+            "no other manager wrote them and no mutating webhook of the input matches: a webhook outside the input or "
+            "the API server's defaulting changed them on the way in")
+        fix = "ServerSideDiff=true makes Argo CD compare with what the API server would store."
+    evidence += [object_evidence(h.config, f"{h.path}.rules", f"mutating webhook {h.name} intercepts "
+                                 f"{plural(live.kind)}") for h in hooks[:3]]
+    pointers = [p for p in (json_pointer([str(s) for s in f]) for f, _, _ in changed) if p]
+    return Finding(
+        rule="out-of-sync-writer",
+        severity=severity,
+        title=f"{live.kind} {live.namespace}/{live.name} of {app.name} OutOfSync: {dotted} changed on the way in",
+        summary=(f"{live.ref} of Application {app.namespace}/{app.name} is OutOfSync on fields only Argo CD wrote: "
+                 f"{fields}. {cause[0].upper()}{cause[1:]}."),
+        objects=[app.ref, live.ref],
+        evidence=evidence,
+        remediation=Remediation(text=fix + (f" Pointers: {', '.join(pointers)}." if pointers else ""), docs=DOCS),
+    )
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _remediation(app: Obj, live: Obj, differences: list[Difference], pointers: list[str],
+                 self_heal: bool) -> Remediation:
+    """The ignoreDifferences entry (with the Application's existing ones, which a merge patch would drop) and the
+    sync option that make Argo CD leave the other writer's fields alone."""
+    managers_named = sorted({d.manager.name for d in differences})
+    group = live.group
+    entry = {"group": group, "kind": live.kind, "jsonPointers": sorted(set(pointers))} if pointers else \
+        {"group": group, "kind": live.kind, "managedFieldsManagers": managers_named}
+    if not group:
+        del entry["group"]
+    entries = [*as_list(app.spec.get("ignoreDifferences")), entry]  # a merge patch replaces the whole list
+    patch = json.dumps({"spec": {"ignoreDifferences": entries}})
+    text = (f"If the other writer is right to change these fields (an autoscaler owns the replicas), tell Argo CD to "
+            f"ignore them: add to Application {app.namespace}/{app.name} the ignoreDifferences entry of the patch "
+            f"(or `managedFieldsManagers: [{', '.join(managers_named)}]`, or the same entry for every Application as "
+            f"`resource.customizations.ignoreDifferences.{(group + '_') if group else ''}{live.kind}` in argocd-cm)")
+    if self_heal:
+        text += ", and the sync option RespectIgnoreDifferences=true, without which self-heal still writes Git's value"
+    text += ("; and remove the field from Git when Git should not set it (a Deployment scaled by an HPA should not "
+             "set replicas). If nobody should change it, find and stop the writer named above.")
+    options = as_list(mapping(app.spec.get("syncPolicy")).get("syncOptions"))
+    if self_heal and not respects_ignore_differences(app):
+        options = [*options, "RespectIgnoreDifferences=true"]
+        patch = json.dumps({"spec": {"ignoreDifferences": entries, "syncPolicy": {"syncOptions": options}}})
+    return Remediation(text=text, patch=patch, command=f"kubectl -n {app.namespace} patch application {app.name} "
+                       f"--type merge -p '{patch}'", docs=DOCS)

@@ -1,0 +1,149 @@
+"""out-of-sync-writer: the field Git sets that another manager rewrites, named from managedFields as the API server
+writes them; Git's own changes and fields Git does not set are never blamed on anyone."""
+
+from __future__ import annotations
+
+import json
+
+from argo_doctor.facts.managed_fields import owned_paths
+from argo_doctor.model import Severity
+from tests.analyzers.stuck_operations import Raw, named, scan
+
+RULE = "out-of-sync-writer"
+
+
+def test_field_sets_resolve_keyed_items_against_the_live_object() -> None:
+    live = {"spec": {"template": {"spec": {"containers": [{"name": "sidecar"}, {"name": "api", "image": "x"}]}}},
+            "metadata": {"finalizers": ["a", "b"]}}
+    fields = {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+        'k:{"name":"api"}': {".": {}, "f:image": {}}, 'k:{"name":"gone"}': {"f:image": {}}}}}},
+        "f:metadata": {"f:finalizers": {".": {}, 'v:"b"': {}}}}
+    assert sorted(owned_paths(fields, live), key=str) == sorted(
+        [("spec", "template", "spec", "containers", 1, "image"), ("metadata", "finalizers", 1)], key=str)
+
+
+def test_an_autoscaler_rewriting_the_replicas_git_sets_fights_self_heal() -> None:
+    [finding] = scan(RULE)
+    assert finding.severity == Severity.HIGH
+    assert "spec.replicas: Git 2, live 5, written by a HorizontalPodAutoscaler" in finding.summary
+    assert "HorizontalPodAutoscaler billing/billing-api scales it between 2 and 8 replicas" in finding.summary
+    patch = json.loads(finding.remediation.patch or "{}")
+    assert patch == {"spec": {"ignoreDifferences": [{"group": "apps", "kind": "Deployment",
+                                                     "jsonPointers": ["/spec/replicas"]}],
+                              "syncPolicy": {"syncOptions": ["RespectIgnoreDifferences=true"]}}}
+
+
+def test_a_field_git_does_not_set_or_a_change_only_argo_cd_made_is_no_other_writer_s() -> None:
+    def unset(items: list[Raw]) -> None:
+        deployment = named(items, "Deployment", "billing-api")
+        applied = json.loads(deployment["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
+        del applied["spec"]["replicas"]
+        deployment["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = json.dumps(applied)
+    assert scan(RULE, unset) == []
+
+    def git_changed(items: list[Raw]) -> None:  # live as Argo CD applied it: the OutOfSync is Git's new commit
+        deployment = named(items, "Deployment", "billing-api")
+        deployment["metadata"]["managedFields"] = deployment["metadata"]["managedFields"][:1]
+        deployment["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:replicas"] = {}
+        deployment["spec"]["replicas"] = 2
+    assert scan(RULE, git_changed) == []
+
+    def server_side(items: list[Raw]) -> None:
+        del named(items, "Deployment", "billing-api")["metadata"]["annotations"][
+            "kubectl.kubernetes.io/last-applied-configuration"]
+    assert scan(RULE, server_side) == []
+
+
+def test_someone_editing_an_image_is_named_and_existing_entries_are_kept_in_the_patch() -> None:
+    def edited(items: list[Raw]) -> None:
+        deployment = named(items, "Deployment", "billing-api")
+        edit = {"apiVersion": "apps/v1", "fieldsType": "FieldsV1", "manager": "kubectl-edit", "operation": "Update",
+                "time": "2026-11-27T08:30:00Z", "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+                    'k:{"name":"api"}': {"f:image": {}}}}}}}}
+        deployment["metadata"]["managedFields"] = [deployment["metadata"]["managedFields"][0], edit]
+        deployment["spec"]["replicas"] = 2
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        container["image"] = "registry.example-shop.com/billing/api:hotfix"
+        app = named(items, "Application", "billing")
+        app["spec"]["syncPolicy"] = {"automated": {"prune": True}}
+        app["spec"]["ignoreDifferences"] = [{"group": "", "kind": "Service", "jsonPointers": ["/spec/clusterIP"]}]
+    [finding] = scan(RULE, edited)
+    assert finding.severity == Severity.MEDIUM
+    assert "spec.template.spec.containers.0.image: Git \"registry.example-shop.com/billing/api:2.13.2\", live " \
+           "\"registry.example-shop.com/billing/api:hotfix\", written by someone with kubectl edit" in finding.summary
+    entries = json.loads(finding.remediation.patch or "{}")["spec"]["ignoreDifferences"]
+    assert entries[0] == {"group": "", "kind": "Service", "jsonPointers": ["/spec/clusterIP"]} and len(entries) == 2
+
+
+def test_self_heal_undoing_another_writer_is_not_blamed_on_the_render() -> None:
+    """auto-sync-without-change sees the same revision synced again; the cause it gives is the other writer."""
+    def resynced(items: list[Raw]) -> None:
+        app = named(items, "Application", "billing")
+        revision = app["status"]["sync"]["revision"]
+        source = app["spec"]["source"]
+        app["status"]["history"] = [
+            {"id": 40, "revision": revision, "source": source, "initiatedBy": {"automated": True},
+             "deployStartedAt": "2026-11-26T22:10:02Z", "deployedAt": "2026-11-26T22:10:09Z"},
+            {"id": 41, "revision": revision, "source": source, "initiatedBy": {"automated": True},
+             "deployStartedAt": "2026-11-27T07:58:31Z", "deployedAt": "2026-11-27T07:58:35Z"}]
+        app["status"]["operationState"]["phase"] = "Succeeded"
+    [finding] = scan("auto-sync-without-change", resynced)
+    assert "Here the live state moves, not the render: a HorizontalPodAutoscaler" in finding.summary
+    assert "rendered different manifests" not in finding.summary
+
+
+def _argo_alone(items: list[Raw]) -> Raw:
+    """billing-api as Argo CD alone wrote it: no HPA entry, Git's replicas."""
+    deployment = named(items, "Deployment", "billing-api")
+    deployment["metadata"]["managedFields"] = deployment["metadata"]["managedFields"][:1]
+    deployment["spec"]["replicas"] = 2
+    return deployment
+
+
+DIGEST = "registry.example-shop.com/billing/api:2.13.2@sha256:" + "5e" * 32
+
+
+def _digest(items: list[Raw]) -> Raw:
+    deployment = _argo_alone(items)
+    deployment["spec"]["template"]["spec"]["containers"][0]["image"] = DIGEST
+    return deployment
+
+
+def test_a_policy_that_rewrites_a_field_on_the_way_in_is_named_by_its_record() -> None:
+    def kyverno(items: list[Raw]) -> None:
+        _digest(items)["metadata"]["annotations"]["policies.kyverno.io/last-applied-patches"] = (
+            "verify-images.verify-signature.kyverno.io: replaced /spec/template/spec/containers/0/image\n")
+    [finding] = scan(RULE, kyverno)
+    assert finding.severity == Severity.MEDIUM and "changed on the way in" in finding.title
+    assert "Kyverno (verify-images.verify-signature.kyverno.io: replaced" in finding.summary
+    assert "/spec/template/spec/containers/0/image" in finding.remediation.text
+
+
+def test_a_matching_mutating_webhook_is_the_likely_cause_and_none_is_said_at_low() -> None:
+    def hooked(items: list[Raw]) -> None:
+        _digest(items)
+        items.append({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                      "metadata": {"name": "image-digests"}, "webhooks": [{
+                          "name": "resolve.digests.example.com", "sideEffects": "None",
+                          "admissionReviewVersions": ["v1"],
+                          "clientConfig": {"service": {"name": "digests", "namespace": "security"}},
+                          "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                                     "resources": ["deployments"]}]}]})
+    [finding] = scan(RULE, hooked)
+    assert finding.severity == Severity.LOW and "image-digests (resolve.digests.example.com)" in finding.summary
+    [alone] = scan(RULE, _digest)
+    assert alone.severity == Severity.LOW and "no mutating webhook of the input matches" in alone.summary
+
+
+def test_a_quantity_the_api_server_respells_is_normalisation_not_a_writer() -> None:
+    def respelled(items: list[Raw]) -> None:
+        deployment = _argo_alone(items)
+        annotations = deployment["metadata"]["annotations"]
+        applied = json.loads(annotations["kubectl.kubernetes.io/last-applied-configuration"])
+        applied["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000m"}}
+        annotations["kubectl.kubernetes.io/last-applied-configuration"] = json.dumps(applied)
+        deployment["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    [finding] = scan(RULE, respelled)
+    assert finding.severity == Severity.LOW and "in its own spelling" in finding.summary
+    assert "ServerSideDiff=true" in finding.remediation.text
+    assert scan(RULE, _argo_alone) == []  # as applied: nothing changed on the way in
