@@ -4,10 +4,13 @@ writes them; Git's own changes and fields Git does not set are never blamed on a
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 from argo_doctor.facts.managed_fields import owned_paths
 from argo_doctor.model import Severity
-from tests.analyzers.stuck_operations import Raw, named, scan
+from tests.analyzers.stuck_operations import BUNDLE, Raw, named, scan
+from tests.conftest import scan_json
 
 RULE = "out-of-sync-writer"
 
@@ -147,3 +150,61 @@ def test_a_quantity_the_api_server_respells_is_normalisation_not_a_writer() -> N
     assert finding.severity == Severity.LOW and "in its own spelling" in finding.summary
     assert "ServerSideDiff=true" in finding.remediation.text
     assert scan(RULE, _argo_alone) == []  # as applied: nothing changed on the way in
+
+
+def test_the_self_heal_attempts_of_the_fight_are_counted() -> None:
+    def healed(items: list[Raw]) -> None:
+        state = named(items, "Application", "billing")["status"]["operationState"]
+        state["operation"]["sync"]["autoHealAttemptsCount"] = 7
+    [finding] = scan(RULE, healed)
+    assert "Argo CD has self-healed it 7 times at this revision (the last attempt started 2026-11-27T08:10:04Z)" \
+        in finding.summary
+    assert any(".autoHealAttemptsCount" in e.location for e in finding.evidence)
+
+
+def test_a_field_a_known_writer_took_from_a_server_side_apply_is_the_likely_cause() -> None:
+    def server_side(items: list[Raw]) -> None:
+        deployment = named(items, "Deployment", "billing-api")
+        del deployment["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        argo = deployment["metadata"]["managedFields"][0]
+        argo["manager"], argo["operation"] = "argocd-controller", "Apply"
+    [finding] = scan(RULE, server_side)
+    assert finding.severity == Severity.LOW and "likely written by kube-controller-manager" in finding.title
+    assert "took spec.replicas over from Argo CD's server-side apply" in finding.summary
+
+    def nobody(items: list[Raw]) -> None:
+        server_side(items)
+        deployment = named(items, "Deployment", "billing-api")
+        deployment["metadata"]["managedFields"] = deployment["metadata"]["managedFields"][:1]
+    assert scan(RULE, nobody) == []
+
+
+def test_the_controllers_self_heal_lines_are_evidence(tmp_path: Path) -> None:
+    bundle = tmp_path / "fight"
+    shutil.copytree(BUNDLE, bundle)
+    log = next((bundle / "logs").rglob("argocd-application-controller.log"))
+    log.write_text(log.read_text() + "".join(
+        f'2026-11-27T{t}.1Z time="2026-11-27T{t}Z" level=info msg="{m}" application=argocd/billing\n' for t, m in (
+            ("07:58:31", "Initiated automated sync to '8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9'"),
+            ("08:01:12", "Skipping auto-sync: already attempted sync to [8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9] "
+                         "with timeout 5s (retrying in 1m20s)"))))
+    doc = scan_json(bundle, "--rule", RULE)
+    [finding] = doc["findings"]
+    assert "last self-heal syncs and back-offs: 2026-11-27T07:58:31.100Z, 2026-11-27T08:01:12.100Z" in (
+        finding["summary"])
+    assert sum(e["kind"] == "log" for e in finding["evidence"]) == 2
+
+
+def test_the_write_then_the_self_heal_after_it_is_a_causal_chain(tmp_path: Path) -> None:
+    bundle = tmp_path / "chain"
+    shutil.copytree(BUNDLE, bundle)
+    log = next((bundle / "logs").rglob("argocd-application-controller.log"))
+    log.write_text(log.read_text() + "".join(
+        f'2026-11-27T{t}.1Z time="2026-11-27T{t}Z" level=info msg="{m}" application=argocd/billing\n' for t, m in (
+            ("08:40:00", "Initiated automated sync to '8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9'"),
+            ("08:59:02", "Skipping auto-sync: already attempted sync to [8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9] "
+                         "with timeout 5s (retrying in 1m20s)"))))
+    [finding] = scan_json(bundle, "--rule", RULE)["findings"]
+    steps = [finding["evidence"][s["evidence"]] for s in finding["chain"]]
+    assert [s["kind"] for s in steps] == ["object", "log"]  # the 08:40 sync came before the HPA's write
+    assert "owns spec.replicas" in steps[0]["excerpt"] and "retrying in 1m20s" in steps[1]["excerpt"]

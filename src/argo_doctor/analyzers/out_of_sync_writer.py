@@ -13,19 +13,32 @@ undo the other writer. Objects applied server-side carry no last-applied configu
 from __future__ import annotations
 
 import json
+import re
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import object_evidence
+from argo_doctor.analyzers.common import log_evidence, object_evidence
 from argo_doctor.facts.ignore_differences import coverage, json_pointer, respects_ignore_differences
-from argo_doctor.facts.managed_fields import Difference, foreign_writes, own_changes, same_quantity
+from argo_doctor.facts.managed_fields import (
+    Difference,
+    Manager,
+    foreign_writes,
+    own_changes,
+    same_quantity,
+    server_side_takeovers,
+)
 from argo_doctor.facts.webhooks import mutations_of, plural
+from argo_doctor.knowledge import FieldWriter
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
-from argo_doctor.sources.objects import as_list, mapping
-from argo_doctor.timeutil import format_time
+from argo_doctor.sources.logs import LogRecord, LogSignature
+from argo_doctor.sources.objects import as_int, as_list, mapping
+from argo_doctor.timeutil import format_time, parse_time
 
+MAX_LINES = 3
+"""Controller lines of self-heal kept per Application."""
 DOCS = ("https://argo-cd.readthedocs.io/en/stable/user-guide/diffing/",
         "https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/#respect-ignore-difference-configs")
 
@@ -35,7 +48,19 @@ class OutOfSyncWriter(Analyzer):
 
     id = "out-of-sync-writer"
     title = "Another writer keeps a resource OutOfSync"
+    signatures = ("argocd.automated-sync", "argocd.autoheal-backoff")
     needs = Needs(frozenset({"argoproj.io/Application"}), app_resources=True)
+
+    def __init__(self) -> None:
+        self._heals: dict[str, list[LogRecord]] = defaultdict(list)
+
+    def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
+        """Keep the controller's last automated syncs and self-heal back-offs, per Application."""
+        app = record.fields.get("application", "")
+        if app:
+            lines = self._heals[app]
+            lines.append(record)
+            del lines[:-MAX_LINES]
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         for app in ctx.snap.applications():
@@ -51,6 +76,10 @@ class OutOfSyncWriter(Analyzer):
                 changed = own_changes(live)
                 if changed:
                     yield _changed_on_the_way_in(ctx, app, live, changed)
+                    continue
+                takeovers = server_side_takeovers(live)
+                if takeovers:
+                    yield _taken_over(app, live, takeovers)
 
     def _finding(self, ctx: Context, app: Obj, live: Obj, differences: list[Difference]) -> Finding:
         """The fields, their writers, the fight with self-heal, and the entry that clears it."""
@@ -87,6 +116,20 @@ class OutOfSyncWriter(Analyzer):
         if self_heal:
             summary += (" With self-heal, Argo CD writes Git's value back and the other writer changes it again: they "
                         "take turns, and the resource is OutOfSync between the two.")
+            heals = self._heals.get(name, [])
+            if heals:
+                summary += (" The controller's log shows its last self-heal syncs and back-offs: "
+                            + ", ".join(format_time(r.time) or "?" for r in heals) + ".")
+                evidence.extend(log_evidence(r) for r in heals)
+            state = mapping(app.status.get("operationState"))
+            attempts = as_int(mapping(mapping(state.get("operation")).get("sync")).get("autoHealAttemptsCount"))
+            if attempts:
+                started = state.get("startedAt")
+                summary += (f" Argo CD has self-healed it {attempts} times at this revision (the last attempt started "
+                            f"{started}), each after a longer back-off.")
+                evidence.append(object_evidence(app, ".status.operationState.operation.sync.autoHealAttemptsCount",
+                                                f"{attempts} self-heal attempts, last started {started}",
+                                                parse_time(started)))
         if covered:
             summary += " " + "; ".join(covered) + ", yet Argo CD reports the resource OutOfSync: the entry may not " \
                        "apply to the sync (see RespectIgnoreDifferences) or another field differs."
@@ -97,7 +140,8 @@ class OutOfSyncWriter(Analyzer):
                   f"written by {differences[0].manager.name}",
             summary=summary,
             objects=[app.ref, live.ref],
-            evidence=[object_evidence(app, ".status.resources", f"{live.ref} OutOfSync"), *evidence],
+            evidence=(shown := [object_evidence(app, ".status.resources", f"{live.ref} OutOfSync"), *evidence]),
+            chain=_fight(shown),
             remediation=_remediation(app, live, differences, pointers, self_heal),
         )
 
@@ -152,6 +196,47 @@ def _changed_on_the_way_in(ctx: Context, app: Obj, live: Obj,
         evidence=evidence,
         remediation=Remediation(text=fix + (f" Pointers: {', '.join(pointers)}." if pointers else ""), docs=DOCS),
     )
+
+
+def _taken_over(app: Obj, live: Obj, takeovers: list[tuple[Manager, tuple[str | int, ...], FieldWriter]]) -> Finding:
+    """An object applied server-side whose field a known writer took over: the likely cause, at low severity."""
+    manager, path, row = takeovers[0]
+    dotted = ".".join(str(p) for p in path)
+    when = format_time(manager.time) if manager.time else "an unknown time"
+    pointer = json_pointer([str(p) for p in path])
+    return Finding(
+        rule="out-of-sync-writer",
+        severity=Severity.LOW,
+        title=f"{live.kind} {live.namespace}/{live.name} of {app.name} OutOfSync: {dotted} likely written by "
+              f"{manager.name}",
+        summary=(f"{live.ref} of Application {app.namespace}/{app.name} is OutOfSync, and {row.writer} took "
+                 f"{dotted} over from Argo CD's server-side apply ({manager.operation} at {when}). With server-side "
+                 "apply the object does not record what Argo CD applied, so whether Git sets this field is not "
+                 "certain: if it does, this is the difference."),
+        objects=[app.ref, live.ref],
+        evidence=[object_evidence(app, ".status.resources", f"{live.ref} OutOfSync"),
+                  object_evidence(live, ".metadata.managedFields", f"{manager.name} {manager.operation}"
+                                  + (f" ({manager.subresource})" if manager.subresource else "") + f" owns {dotted}",
+                                  manager.time)],
+        remediation=Remediation(
+            text=f"Check with `argocd app diff {app.namespace}/{app.name}` that {dotted} is the difference; then "
+                 "remove it from Git if the other writer owns it, or ignore it (`managedFieldsManagers: "
+                 f"[{manager.name}]`{f' or jsonPointers {pointer}' if pointer else ''} in ignoreDifferences, with "
+                 "RespectIgnoreDifferences=true under self-heal).", docs=DOCS),
+    )
+
+
+def _fight(evidence: list[Evidence]) -> list[int]:
+    """The causal chain of a fight: the other writer's last write, then the controller's self-heal lines after it
+    (evidence indices, in time order); empty without both."""
+    writes = [(e.time, i) for i, e in enumerate(evidence) if e.kind == "object" and e.time is not None
+              and ".metadata.managedFields" in e.location]
+    if not writes:
+        return []
+    start, first = max(writes)
+    heals = sorted((e.time, i) for i, e in enumerate(evidence) if e.kind == "log" and e.time is not None
+                   and e.time >= start)
+    return [first, *(i for _, i in heals)] if heals else []
 
 
 def _shown(value: Any) -> str:

@@ -153,13 +153,40 @@ class Difference:
 
 def _known_writer(manager: Manager, path: tuple[str | int, ...]) -> str:
     """Who a manager is, in words (knowledge/field_writers.yaml), else its name."""
+    row = known_row(manager, path)
+    if row is not None:
+        return row.writer
+    via = f" through the {manager.subresource} subresource" if manager.subresource else ""
+    return f"the manager {manager.name!r}{via}"
+
+
+def known_row(manager: Manager, path: tuple[str | int, ...]) -> knowledge.FieldWriter | None:
+    """The row of knowledge/field_writers.yaml that names this manager writing this field, if any."""
     field = ".".join("[]" if isinstance(p, int) else str(p) for p in path)
     for row in knowledge.field_writers():
         if manager.name.startswith(row.manager) and (not row.subresource or row.subresource == manager.subresource) \
                 and (not row.field or row.field == field):
-            return row.writer
-    via = f" through the {manager.subresource} subresource" if manager.subresource else ""
-    return f"the manager {manager.name!r}{via}"
+            return row
+    return None
+
+
+def server_side_takeovers(live: Obj) -> list[tuple[Manager, tuple[str | int, ...], knowledge.FieldWriter]]:
+    """For an object Argo CD applies server-side (an `argocd-controller` Apply entry, no last-applied annotation):
+    the fields a known writer took over with an Update. With server-side apply an Update takes a field from the
+    applier, so whether Git sets it, and to what, is not in the object: these are likely, not certain, causes."""
+    entries = managers(live)
+    if live.annotations.get(LAST_APPLIED) or not any(m.name == ARGO_MANAGERS[0] and m.operation == "Apply"
+                                                     for m in entries):
+        return []
+    found = []
+    for manager in entries:
+        if manager.name.startswith(ARGO_MANAGERS) or manager.operation != "Update":
+            continue
+        for path in manager.paths:
+            row = known_row(manager, path)
+            if row is not None and row.field:
+                found.append((manager, path, row))
+    return found
 
 
 def _desired(live: Obj) -> Any:
