@@ -179,15 +179,21 @@ def test_a_field_a_known_writer_took_from_a_server_side_apply_is_the_likely_caus
     assert scan(RULE, nobody) == []
 
 
-def test_the_controllers_self_heal_lines_are_evidence(tmp_path: Path) -> None:
+def _with_heal_lines(tmp_path: Path, synced: str, skipped: str) -> Path:
+    """The example with the controller's self-heal sync of billing at `synced` and its back-off at `skipped`."""
     bundle = tmp_path / "fight"
     shutil.copytree(BUNDLE, bundle)
     log = next((bundle / "logs").rglob("argocd-application-controller.log"))
     log.write_text(log.read_text() + "".join(
         f'2026-11-27T{t}.1Z time="2026-11-27T{t}Z" level=info msg="{m}" application=argocd/billing\n' for t, m in (
-            ("07:58:31", "Initiated automated sync to '8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9'"),
-            ("08:01:12", "Skipping auto-sync: already attempted sync to [8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9] "
-                         "with timeout 5s (retrying in 1m20s)"))))
+            (synced, "Initiated automated sync to '8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9'"),
+            (skipped, "Skipping auto-sync: already attempted sync to [8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9] "
+                      "with timeout 5s (retrying in 1m20s)"))))
+    return bundle
+
+
+def test_the_controllers_self_heal_lines_are_evidence(tmp_path: Path) -> None:
+    bundle = _with_heal_lines(tmp_path, "07:58:31", "08:01:12")
     doc = scan_json(bundle, "--rule", RULE)
     [finding] = doc["findings"]
     assert "last self-heal syncs and back-offs: 2026-11-27T07:58:31.100Z, 2026-11-27T08:01:12.100Z" in (
@@ -196,15 +202,54 @@ def test_the_controllers_self_heal_lines_are_evidence(tmp_path: Path) -> None:
 
 
 def test_the_write_then_the_self_heal_after_it_is_a_causal_chain(tmp_path: Path) -> None:
-    bundle = tmp_path / "chain"
-    shutil.copytree(BUNDLE, bundle)
-    log = next((bundle / "logs").rglob("argocd-application-controller.log"))
-    log.write_text(log.read_text() + "".join(
-        f'2026-11-27T{t}.1Z time="2026-11-27T{t}Z" level=info msg="{m}" application=argocd/billing\n' for t, m in (
-            ("08:40:00", "Initiated automated sync to '8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9'"),
-            ("08:59:02", "Skipping auto-sync: already attempted sync to [8c1f0e6b2d4a9735e1f0c8b6a2d4e9f1b3c5a7d9] "
-                         "with timeout 5s (retrying in 1m20s)"))))
+    bundle = _with_heal_lines(tmp_path, "08:40:00", "08:59:02")
     [finding] = scan_json(bundle, "--rule", RULE)["findings"]
     steps = [finding["evidence"][s["evidence"]] for s in finding["chain"]]
     assert [s["kind"] for s in steps] == ["object", "log"]  # the 08:40 sync came before the HPA's write
     assert "owns spec.replicas" in steps[0]["excerpt"] and "retrying in 1m20s" in steps[1]["excerpt"]
+
+
+CERTIFICATES = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "certificates.cert-manager.io"},
+    "spec": {"group": "cert-manager.io", "scope": "Namespaced",
+             "names": {"kind": "Certificate", "plural": "certificates", "singular": "certificate"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "properties": {
+                     "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+                     "spec": {"type": "object", "properties": {
+                         "secretName": {"type": "string"}, "renewBefore": {"type": "string"},
+                         "dnsNames": {"type": "array", "items": {"type": "string"}},
+                         "issuerRef": {"type": "object", "properties": {
+                             "name": {"type": "string"}, "kind": {"type": "string"}}}}},
+                     "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
+"""The part of cert-manager's v1 Certificate schema that matters here (cert-manager deploy/crds)."""
+
+
+def _misspelt(items: list[Raw]) -> None:
+    """A Certificate of the checkout Application whose Git sets `renewBefor`: the API server prunes it."""
+    applied = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+               "metadata": {"name": "checkout-tls", "namespace": "checkout"},
+               "spec": {"secretName": "checkout-tls", "renewBefor": "720h", "dnsNames": ["checkout.example-shop.com"],
+                        "issuerRef": {"name": "letsencrypt", "kind": "ClusterIssuer"}}}
+    live = json.loads(json.dumps(applied))
+    del live["spec"]["renewBefor"]
+    live["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": json.dumps(applied)}
+    live["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    items += [json.loads(json.dumps(CERTIFICATES)), live]
+    named(items, "Application", "checkout")["status"]["resources"].append(
+        {"group": "cert-manager.io", "kind": "Certificate", "name": "checkout-tls", "namespace": "checkout",
+         "status": "OutOfSync", "version": "v1"})
+
+
+def test_a_field_the_crd_schema_does_not_declare_is_pruned_for_ever() -> None:
+    [finding] = [f for f in scan(RULE, _misspelt) if f.objects[1].kind == "Certificate"]
+    assert finding.severity == Severity.MEDIUM and "spec.renewBefor pruned by the API server" in finding.title
+    assert "does not declare" in finding.summary
+
+    def kept(items: list[Raw]) -> None:  # the same schema keeping unknown fields under spec
+        _misspelt(items)
+        crd = next(o for o in items if o["kind"] == "CustomResourceDefinition")  # a copy: _misspelt made it
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        schema["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"] = True
+    assert [f for f in scan(RULE, kept) if f.objects[1].kind == "Certificate"] == []

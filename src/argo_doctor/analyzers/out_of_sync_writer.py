@@ -24,11 +24,13 @@ from argo_doctor.facts.ignore_differences import coverage, json_pointer, respect
 from argo_doctor.facts.managed_fields import (
     Difference,
     Manager,
+    dropped_fields,
     foreign_writes,
     own_changes,
     same_quantity,
     server_side_takeovers,
 )
+from argo_doctor.facts.schemas import pruned, schema_of
 from argo_doctor.facts.webhooks import mutations_of, plural
 from argo_doctor.knowledge import FieldWriter
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
@@ -80,6 +82,12 @@ class OutOfSyncWriter(Analyzer):
                 takeovers = server_side_takeovers(live)
                 if takeovers:
                     yield _taken_over(app, live, takeovers)
+                    continue
+                schema = schema_of(ctx.snap, live)
+                lost = [(p, v, cut) for p, v in dropped_fields(live) if schema is not None
+                        and (cut := pruned(schema, p)) is not None]
+                if lost:
+                    yield _pruned(app, live, lost)
 
     def _finding(self, ctx: Context, app: Obj, live: Obj, differences: list[Difference]) -> Finding:
         """The fields, their writers, the fight with self-heal, and the entry that clears it."""
@@ -223,6 +231,31 @@ def _taken_over(app: Obj, live: Obj, takeovers: list[tuple[Manager, tuple[str | 
                  "remove it from Git if the other writer owns it, or ignore it (`managedFieldsManagers: "
                  f"[{manager.name}]`{f' or jsonPointers {pointer}' if pointer else ''} in ignoreDifferences, with "
                  "RespectIgnoreDifferences=true under self-heal).", docs=DOCS),
+    )
+
+
+def _pruned(app: Obj, live: Obj, lost: list[tuple[tuple[str | int, ...], Any, tuple[str | int, ...]]]) -> Finding:
+    """Fields Git sets that the API server dropped because the CRD's schema does not declare them."""
+    cuts = list(dict.fromkeys(".".join(str(p) for p in cut) for _, _, cut in lost))
+    shown = ", ".join(cuts[:3]) + (f" (and {len(cuts) - 3} more)" if len(cuts) > 3 else "")
+    version = live.api_version
+    return Finding(
+        rule="out-of-sync-writer",
+        severity=Severity.MEDIUM,
+        title=f"{live.kind} {live.namespace}/{live.name} of {app.name} OutOfSync: {cuts[0]} pruned by the API server",
+        summary=(f"{live.ref} of Application {app.namespace}/{app.name} is OutOfSync for ever: Git sets {shown}, which "
+                 f"the schema of {version} {live.kind} (its CustomResourceDefinition) does not declare, so the API "
+                 "server drops it on every apply and Argo CD never finds it live."),
+        objects=[app.ref, live.ref],
+        evidence=[object_evidence(app, ".status.resources", f"{live.ref} OutOfSync"),
+                  object_evidence(live, ".metadata.annotations", f"last applied with {shown}; absent live")],
+        remediation=Remediation(
+            text=f"Fix the field in Git (a misspelt name, or a field of another version of {live.kind}: check the "
+                 "CRD's versions), or upgrade the CRD to the version that declares it; a schema that should keep "
+                 "unknown fields marks them with x-kubernetes-preserve-unknown-fields.",
+            command=f"kubectl explain {live.kind.lower()}.{cuts[0].rsplit('.', 1)[0]} --api-version={version}",
+            docs=("https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/"
+                  "#field-pruning", *DOCS)),
     )
 
 

@@ -221,6 +221,21 @@ def own_changes(live: Obj) -> list[tuple[tuple[str | int, ...], Any, Any]]:
     return found
 
 
+def dropped_fields(live: Obj) -> list[tuple[tuple[str | int, ...], Any]]:
+    """(path, applied value) of the scalar fields of the last-applied configuration that the live object lacks."""
+    desired = _desired(live)
+    if not isinstance(desired, dict):
+        return []
+    found = []
+    for path, wanted in _leaves(desired):
+        if path[:1] in (("status",), ("metadata",)):
+            continue
+        where = _live_path(live.raw, path, desired)  # None: a list item live lacks, whose fields cannot be told
+        if where is not None and not value_at(live.raw, where)[0]:
+            found.append((path, wanted))
+    return found
+
+
 def _leaves(doc: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
     if isinstance(doc, dict):
         for key, value in doc.items():
