@@ -253,3 +253,19 @@ def test_a_field_the_crd_schema_does_not_declare_is_pruned_for_ever() -> None:
         schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         schema["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"] = True
     assert [f for f in scan(RULE, kept) if f.objects[1].kind == "Certificate"] == []
+
+
+def test_an_unknown_manager_that_took_a_spec_field_from_a_server_side_apply_is_named() -> None:
+    def operator(items: list[Raw]) -> None:
+        deployment = named(items, "Deployment", "billing-api")
+        del deployment["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        argo = deployment["metadata"]["managedFields"][0]
+        argo["manager"], argo["operation"] = "argocd-controller", "Apply"
+        deployment["metadata"]["managedFields"][1:] = [{
+            "apiVersion": "apps/v1", "fieldsType": "FieldsV1", "manager": "sidecar-injector-operator",
+            "operation": "Update", "time": "2026-11-27T08:20:00Z",
+            "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"api"}': {
+                "f:image": {}}}}}}}}]
+    [finding] = scan(RULE, operator)
+    assert finding.severity == Severity.LOW
+    assert "the manager 'sidecar-injector-operator' took spec.template.spec.containers.0.image over" in finding.summary

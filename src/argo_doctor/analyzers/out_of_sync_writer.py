@@ -206,9 +206,11 @@ def _changed_on_the_way_in(ctx: Context, app: Obj, live: Obj,
     )
 
 
-def _taken_over(app: Obj, live: Obj, takeovers: list[tuple[Manager, tuple[str | int, ...], FieldWriter]]) -> Finding:
-    """An object applied server-side whose field a known writer took over: the likely cause, at low severity."""
+def _taken_over(app: Obj, live: Obj,
+                takeovers: list[tuple[Manager, tuple[str | int, ...], FieldWriter | None]]) -> Finding:
+    """An object applied server-side whose field another writer took over: the likely cause, at low severity."""
     manager, path, row = takeovers[0]
+    writer = row.writer if row is not None else f"the manager {manager.name!r}"
     dotted = ".".join(str(p) for p in path)
     when = format_time(manager.time) if manager.time else "an unknown time"
     pointer = json_pointer([str(p) for p in path])
@@ -217,7 +219,7 @@ def _taken_over(app: Obj, live: Obj, takeovers: list[tuple[Manager, tuple[str | 
         severity=Severity.LOW,
         title=f"{live.kind} {live.namespace}/{live.name} of {app.name} OutOfSync: {dotted} likely written by "
               f"{manager.name}",
-        summary=(f"{live.ref} of Application {app.namespace}/{app.name} is OutOfSync, and {row.writer} took "
+        summary=(f"{live.ref} of Application {app.namespace}/{app.name} is OutOfSync, and {writer} took "
                  f"{dotted} over from Argo CD's server-side apply ({manager.operation} at {when}). With server-side "
                  "apply the object does not record what Argo CD applied, so whether Git sets this field is not "
                  "certain: if it does, this is the difference."),

@@ -170,15 +170,16 @@ def known_row(manager: Manager, path: tuple[str | int, ...]) -> knowledge.FieldW
     return None
 
 
-def server_side_takeovers(live: Obj) -> list[tuple[Manager, tuple[str | int, ...], knowledge.FieldWriter]]:
+def server_side_takeovers(live: Obj) -> list[tuple[Manager, tuple[str | int, ...], knowledge.FieldWriter | None]]:
     """For an object Argo CD applies server-side (an `argocd-controller` Apply entry, no last-applied annotation):
-    the fields a known writer took over with an Update. With server-side apply an Update takes a field from the
-    applier, so whether Git sets it, and to what, is not in the object: these are likely, not certain, causes."""
+    the `spec` fields another manager took over with an Update of the object itself (a known writer's row, or None),
+    known writers first. With server-side apply an Update takes a field from the applier, so whether Git sets it,
+    and to what, is not in the object: these are likely, not certain, causes."""
     entries = managers(live)
     if live.annotations.get(LAST_APPLIED) or not any(m.name == ARGO_MANAGERS[0] and m.operation == "Apply"
                                                      for m in entries):
         return []
-    found = []
+    found: list[tuple[Manager, tuple[str | int, ...], knowledge.FieldWriter | None]] = []
     for manager in entries:
         if manager.name.startswith(ARGO_MANAGERS) or manager.operation != "Update":
             continue
@@ -186,7 +187,9 @@ def server_side_takeovers(live: Obj) -> list[tuple[Manager, tuple[str | int, ...
             row = known_row(manager, path)
             if row is not None and row.field:
                 found.append((manager, path, row))
-    return found
+            elif not manager.subresource and path[:1] == ("spec",):
+                found.append((manager, path, None))
+    return sorted(found, key=lambda found: found[2] is None)
 
 
 def _desired(live: Obj) -> Any:
