@@ -269,3 +269,15 @@ def test_an_unknown_manager_that_took_a_spec_field_from_a_server_side_apply_is_n
     [finding] = scan(RULE, operator)
     assert finding.severity == Severity.LOW
     assert "the manager 'sidecar-injector-operator' took spec.template.spec.containers.0.image over" in finding.summary
+
+
+def test_entries_for_the_kind_that_miss_the_field_are_named() -> None:
+    def missed(items: list[Raw]) -> None:
+        named(items, "Application", "billing")["spec"]["ignoreDifferences"] = [
+            {"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replica"]},
+            {"group": "extensions", "kind": "Deployment", "jsonPointers": ["/spec/replicas"]},
+            {"group": "", "kind": "Service", "jsonPointers": ["/spec/clusterIP"]}]
+    [finding] = scan(RULE, missed)
+    assert ".spec.ignoreDifferences[0] jsonPointers /spec/replica select none of it" in finding.summary
+    assert ".spec.ignoreDifferences[1] names group 'extensions', and the object's is 'apps'" in finding.summary
+    assert "ignoreDifferences[2]" not in finding.summary

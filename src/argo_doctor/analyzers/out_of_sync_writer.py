@@ -20,7 +20,7 @@ from typing import Any
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence
-from argo_doctor.facts.ignore_differences import coverage, json_pointer, respects_ignore_differences
+from argo_doctor.facts.ignore_differences import coverage, json_pointer, near_misses, respects_ignore_differences
 from argo_doctor.facts.managed_fields import (
     Difference,
     Manager,
@@ -96,7 +96,8 @@ class OutOfSyncWriter(Analyzer):
         evidence: list[Evidence] = []
         lines = []
         pointers = []
-        covered = []
+        covered: list[str] = []
+        missed: list[str] = []
         for diff in differences:
             when = format_time(diff.manager.time) if diff.manager.time else "an unknown time"
             lines.append(f"{diff.dotted}: Git {_shown(diff.desired)}, live {_shown(diff.live)}, written by "
@@ -111,6 +112,7 @@ class OutOfSyncWriter(Analyzer):
             cover = coverage(app, live, [str(p) for p in diff.path])
             if cover.by:
                 covered.append(f"{diff.dotted} is ignored by {', '.join(cover.by)}")
+            missed += near_misses(app, live, [str(p) for p in diff.path])
         summary = (f"{live.ref} of Application {name} is OutOfSync because another writer changes what Git sets: "
                    + "; ".join(lines) + ".")
         scalers = [h for h in ctx.snap.of_kind("HorizontalPodAutoscaler", "autoscaling", live.namespace)
@@ -138,6 +140,9 @@ class OutOfSyncWriter(Analyzer):
                 evidence.append(object_evidence(app, ".status.operationState.operation.sync.autoHealAttemptsCount",
                                                 f"{attempts} self-heal attempts, last started {started}",
                                                 parse_time(started)))
+        if missed:
+            summary += (" The Application has ignoreDifferences entries for this kind that do not cover it: "
+                        + "; ".join(dict.fromkeys(missed)) + ".")
         if covered:
             summary += " " + "; ".join(covered) + ", yet Argo CD reports the resource OutOfSync: the entry may not " \
                        "apply to the sync (see RespectIgnoreDifferences) or another field differs."

@@ -122,3 +122,29 @@ def json_pointer(field: Sequence[str]) -> str | None:
     if "[]" in field:
         return None
     return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in field)
+
+
+def near_misses(app: Obj, live: Obj, field: Sequence[str]) -> list[str]:
+    """Why each of the Application's ignoreDifferences entries for the object's kind does not cover `field`: another
+    group, name or namespace, or paths that select other fields (`.spec.ignoreDifferences[1]: jsonPointers
+    /spec/replica select nothing of /spec/replicas`)."""
+    found = []
+    paths = concrete_paths(live.raw, field)
+    for index, entry in enumerate(as_list(app.spec.get("ignoreDifferences"))):
+        entry = mapping(entry)
+        if str(entry.get("kind") or "") != live.kind:
+            continue
+        where = f".spec.ignoreDifferences[{index}]"
+        if str(entry.get("group") or "") not in ("", "*", live.group):
+            found.append(f"{where} names group {entry.get('group')!r}, and the object's is {live.group!r}")
+        elif entry.get("name") and entry.get("name") != live.name:
+            found.append(f"{where} names {entry.get('name')!r}, not {live.name!r}")
+        elif entry.get("namespace") and entry.get("namespace") != live.namespace:
+            found.append(f"{where} names namespace {entry.get('namespace')!r}, not {live.namespace!r}")
+        elif entry.get("managedFieldsManagers"):
+            continue  # judged by who owns the field, not by path
+        else:
+            pointers = [str(p) for p in as_list(entry.get("jsonPointers"))]
+            if pointers and not any(_prefix(_pointer(p), path) for p in pointers for path in paths):
+                found.append(f"{where} jsonPointers {', '.join(pointers)} select none of it")
+    return found
