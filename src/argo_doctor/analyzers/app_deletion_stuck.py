@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import event_evidence, object_evidence, plural
+from argo_doctor.analyzers.common import age, claim_users, event_evidence, object_evidence, plural
 from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import as_list, mapping
@@ -107,7 +107,7 @@ class AppDeletionStuck(Analyzer):
             objects.append(namespace.ref)
         evidence.extend(event_evidence(e) for e in ctx.snap.warnings_about(set(objects))[-5:])
         remaining = [o for o in live if not o.meta.get("deletionTimestamp")]
-        summary = (f"Application {name} was deleted {_age(minutes)} ago ({format_time(deleted)}) and is still there: "
+        summary = (f"Application {name} was deleted {age(minutes)} ago ({format_time(deleted)}) and is still there: "
                    f"its finalizers ({', '.join(finalizers)}) make Argo CD delete its resources first. ")
         if holds:
             summary += "What holds it: " + "; ".join(holds) + "."
@@ -152,9 +152,7 @@ def _who_clears(ctx: Context, obj: Obj) -> str:
     """Who should remove an object's finalizers, by their names."""
     names = [str(f) for f in as_list(obj.meta.get("finalizers"))]
     if "kubernetes.io/pvc-protection" in names:
-        users = [p for p in ctx.snap.of_kind("Pod", namespace=obj.namespace)
-                 if any(mapping(mapping(v).get("persistentVolumeClaim")).get("claimName") == obj.name
-                        for v in as_list(mapping(p.raw.get("spec")).get("volumes")))]
+        users = claim_users(ctx.snap, obj)
         return ("kube-controller-manager removes it when no pod uses the claim"
                 + (f"; still used by {', '.join(_pod_state(ctx, p) for p in users)}" if users else ""))
     if "foregroundDeletion" in names:
@@ -182,22 +180,13 @@ def _unblock(ctx: Context, obj: Obj) -> str:
     """The first step to free one object: the pod its volume protection waits for, or its finalizers' owner."""
     ns = f"-n {obj.namespace} " if obj.namespace else ""
     if "kubernetes.io/pvc-protection" in [str(f) for f in as_list(obj.meta.get("finalizers"))]:
-        for pod in ctx.snap.of_kind("Pod", namespace=obj.namespace):
-            uses = any(mapping(mapping(v).get("persistentVolumeClaim")).get("claimName") == obj.name
-                       for v in as_list(mapping(pod.raw.get("spec")).get("volumes")))
-            if uses and pod.meta.get("deletionTimestamp") and "node" in _pod_state(ctx, pod):
+        for pod in claim_users(ctx.snap, obj):
+            if pod.meta.get("deletionTimestamp") and "node" in _pod_state(ctx, pod):
                 return (f"Pod {pod.name} waits for its node, which stopped reporting: bring the node back, or once it "
                         "is certainly down (its container may still write to the volume), delete the Node object or "
                         f"force-delete the pod (`kubectl {ns}delete pod {pod.name} --grace-period=0 --force`); then "
                         f"the claim's protection clears and the deletion goes on.")
-            if uses:
-                return f"Stop pod {pod.name}, which still uses {obj.ref}: its protection clears when no pod does."
+            return f"Stop pod {pod.name}, which still uses {obj.ref}: its protection clears when no pod does."
     return (f"Find why {obj.ref} keeps its finalizers (`kubectl {ns}describe {obj.kind.lower()} {obj.name}`): bring "
             "back or fix the controller that owns them; only if that controller is gone for good, remove them from "
             "this object, knowing what they protect.")
-
-
-def _age(minutes: float) -> str:
-    hours, mins = divmod(int(minutes), 60)
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours}h" if days else f"{hours}h{mins:02d}m" if hours else f"{mins}m"

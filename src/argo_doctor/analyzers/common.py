@@ -66,6 +66,13 @@ def log_evidence(record: LogRecord) -> Evidence:
     return Evidence("log", record.location, record.raw.strip(), record.time)
 
 
+def age(minutes: float) -> str:
+    """A duration in minutes as `3d4h`, `2h05m` or `7m`."""
+    hours, mins = divmod(int(minutes), 60)
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours}h" if days else f"{hours}h{mins:02d}m" if hours else f"{mins}m"
+
+
 def plural(count: int, word: str) -> str:
     """`1 pod`, `3 pods`."""
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
@@ -96,6 +103,13 @@ def failing_pods(ctx: Context, workload: Obj) -> list[tuple[Obj, Health]]:
         if health is not None and health.status != HealthStatus.HEALTHY:
             found.append((pod, health))
     return found
+
+
+def claim_users(snap: Snapshot, claim: Obj) -> list[Obj]:
+    """The pods of the claim's namespace that mount it (a `persistentVolumeClaim` volume naming it)."""
+    return [p for p in snap.of_kind("Pod", namespace=claim.namespace)
+            if any(mapping(mapping(v).get("persistentVolumeClaim")).get("claimName") == claim.name
+                   for v in as_list(mapping(p.raw.get("spec")).get("volumes")))]
 
 
 def pod_evidence(ctx: Context, pods: list[tuple[Obj, Health]], lines: list[str]) -> Iterator[Evidence]:

@@ -27,6 +27,7 @@ from argo_doctor.analyzers.common import (
     IMAGE_REASONS,
     container_states,
     event_evidence,
+    failing_pods,
     log_evidence,
     object_evidence,
     plural,
@@ -160,12 +161,11 @@ class OperationStuck(Analyzer):
             return
         obj = waited.obj
         waited.health = ctx.health.assess(obj.raw)
-        pods = ctx.snap.pods_of(obj) if obj.kind in ("Job", "Deployment", "StatefulSet", "ReplicaSet",
-                                                     "DaemonSet", "Rollout") else [obj] if obj.kind == "Pod" else []
-        for pod in pods:
-            health = ctx.health.assess(pod.raw)
-            if health is not None and health.status != HealthStatus.HEALTHY:
-                waited.pods.append((pod, health))
+        if obj.kind == "Pod":
+            health = waited.health
+            waited.pods = [(obj, health)] if health is not None and health.status != HealthStatus.HEALTHY else []
+        else:
+            waited.pods = failing_pods(ctx, obj)
         reasons = [_pod_blocked(pod) for pod, _ in waited.pods]
         blocked = [r for r in reasons if r]
         if blocked:

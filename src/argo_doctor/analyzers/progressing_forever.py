@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import event_evidence, object_evidence
+from argo_doctor.analyzers.common import age, claim_users, event_evidence, object_evidence
 from argo_doctor.facts.inventory import holds
 from argo_doctor.health import HealthStatus
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
@@ -149,9 +149,7 @@ def _claim(ctx: Context, claim: Obj) -> tuple[str, str, bool] | None:
     if failed:
         return (f"provisioning fails: {' '.join(failed[-1].message.split())}",
                 "Fix what the provisioner says (the StorageClass's parameters, quotas, the CSI driver).", True)
-    users = [p for p in ctx.snap.of_kind("Pod", namespace=claim.namespace)
-             if any(mapping(mapping(v).get("persistentVolumeClaim")).get("claimName") == claim.name
-                    for v in as_list(mapping(p.raw.get("spec")).get("volumes")))]
+    users = claim_users(ctx.snap, claim)
     if waiting and not users:
         return ("its StorageClass binds on first use (WaitForFirstConsumer) and no pod uses the claim, so it stays "
                 "Pending, and Argo CD counts a Pending claim as Progressing",
@@ -173,10 +171,10 @@ def _claim(ctx: Context, claim: Obj) -> tuple[str, str, bool] | None:
 def _finding(ctx: Context, app: Obj, obj: Obj, why: tuple[str, str, bool], now: datetime) -> Finding:
     missing, fix, certain = why
     created = obj.created
-    age = "" if created is None else f" for {_age((now - created).total_seconds() / 60)}"
-    evidence: list[Evidence] = [object_evidence(obj, ".status", f"Progressing{age}: {missing}", created)]
+    since = "" if created is None else f" for {age((now - created).total_seconds() / 60)}"
+    evidence: list[Evidence] = [object_evidence(obj, ".status", f"Progressing{since}: {missing}", created)]
     evidence.extend(event_evidence(e) for e in ctx.snap.warnings_about({obj.ref})[-3:])
-    summary = (f"{obj.ref}, managed by Application {app.namespace}/{app.name}, has been Progressing{age}: {missing}. "
+    summary = (f"{obj.ref}, managed by Application {app.namespace}/{app.name}, has been Progressing{since}: {missing}. "
                "Argo CD shows the Application Progressing until that changes"
                + ("." if certain else "; the input suggests this cause but cannot prove it."))
     return Finding(
@@ -195,9 +193,3 @@ def _headline(missing: str) -> str:
     """The first clause of what is missing, for a title."""
     cut = min((i for i in (missing.find(" ("), missing.find(":"), missing.find(", ")) if i > 0), default=len(missing))
     return missing[:cut]
-
-
-def _age(minutes: float) -> str:
-    hours, mins = divmod(int(minutes), 60)
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours}h" if days else f"{hours}h{mins:02d}m" if hours else f"{mins}m"

@@ -215,7 +215,7 @@ def own_changes(live: Obj) -> list[tuple[tuple[str | int, ...], Any, Any]]:
         dotted = ".".join(str(p) for p in path)
         if dotted.startswith(SKIPPED) or path[:1] in (("status",), ("apiVersion",), ("kind",)):
             continue
-        where = _live_path(live.raw, path, desired)
+        where = item_path(live.raw, path, desired)
         if where is None or where in foreign:
             continue
         exists, actual = value_at(live.raw, where)
@@ -233,7 +233,7 @@ def dropped_fields(live: Obj) -> list[tuple[tuple[str | int, ...], Any]]:
     for path, wanted in _leaves(desired):
         if path[:1] in (("status",), ("metadata",)):
             continue
-        where = _live_path(live.raw, path, desired)  # None: a list item live lacks, whose fields cannot be told
+        where = item_path(live.raw, path, desired)  # None: a list item live lacks, whose fields cannot be told
         if where is not None and not value_at(live.raw, where)[0]:
             found.append((path, wanted))
     return found
@@ -248,11 +248,6 @@ def _leaves(doc: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[tupl
             yield from _leaves(value, (*prefix, index))
     else:
         yield prefix, doc
-
-
-def _live_path(live: Any, path: tuple[str | int, ...], desired: Any) -> tuple[str | int, ...] | None:
-    """`path` (positions in `desired`) as positions in `live`, list items matched by name."""
-    return item_path(live, path, desired)
 
 
 def foreign_writes(live: Obj) -> list[Difference]:

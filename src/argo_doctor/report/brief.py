@@ -14,7 +14,7 @@ from argo_doctor.engine import ScanResult
 from argo_doctor.model import Finding, Severity
 from argo_doctor.report.groups import Group, blocks
 from argo_doctor.report.options import ReportOptions
-from argo_doctor.report.table import STYLES, make_console, print_problems, print_words, scanned
+from argo_doctor.report.table import STYLES, hidden_note, make_console, print_problems, print_words, scanned
 from argo_doctor.sources.redact import clean
 
 OBJECT_FROM = 120
@@ -64,11 +64,7 @@ def summary(result: ScanResult, options: ReportOptions) -> str:
     """`12 finding(s): 4 high, …; 4 info hidden (…)`: the counts by severity, what the threshold hid."""
     counts = ", ".join(f"{sum(1 for f in result.findings if f.severity == s)} {s.label}"
                        for s in sorted(Severity, reverse=True) if any(f.severity == s for f in result.findings))
-    line = f"{len(result.findings)} finding(s)" + (f": {counts}" if counts else "")
-    if options.hidden:
-        hidden = ", ".join(f"{n} {label}" for label, n in options.hidden)
-        line += f"; {hidden} not shown (--min-severity {options.hidden[-1][0]})"
-    return line
+    return f"{len(result.findings)} finding(s)" + (f": {counts}" if counts else "") + hidden_note(options)
 
 
 def render(result: ScanResult, out: IO[str], options: ReportOptions | None = None) -> None:

@@ -251,6 +251,14 @@ def _group_panel(group: Group, width: int, slots: Slots) -> Panel:
                   f"{group.rule} · group", width, slots)
 
 
+def hidden_note(options: ReportOptions) -> str:
+    """`; 4 info not shown (--min-severity info)`: what `--min-severity` left out, for a summary line; "" for none."""
+    if not options.hidden:
+        return ""
+    hidden = ", ".join(f"{n} {label}" for label, n in options.hidden)
+    return f"; {hidden} not shown (--min-severity {options.hidden[-1][0]})"
+
+
 def scanned(source: str, snap: Snapshot) -> str:
     """` scanned SOURCE: 146 objects, 7 log files, 1 audit file`: what the header line says after the name."""
     counts = ((len(snap), "object"), (len(snap.log_files), "log file"), (len(snap.audit_files), "audit file"))
@@ -308,9 +316,8 @@ def render(result: ScanResult, out: IO[str], options: ReportOptions | None = Non
     )
     shown = f" ({groups} group{'s' if groups > 1 else ''} shown as one block each)" if groups > 1 else \
         " (1 group shown as one block)" if groups else ""
-    hidden = ", ".join(f"{n} {label}" for label, n in options.hidden)
-    hidden = f"; {hidden} not shown (--min-severity {options.hidden[-1][0]})" if options.hidden else ""
-    console.print(f"{len(result.findings)} finding(s)" + (f": {counts}" if counts else "") + shown + hidden)
+    console.print(f"{len(result.findings)} finding(s)" + (f": {counts}" if counts else "") + shown
+                  + hidden_note(options))
     print_problems(console, result.problems)
 
 
