@@ -217,6 +217,6 @@ def test_a_mistyped_rule_gets_a_suggestion() -> None:
 
 def test_the_details_say_what_min_severity_hid_and_counts_read_as_english() -> None:
     text = run("scan", str(BASIC), "--details", "--fail-on", "never", columns=200).stdout
-    assert "; 4 info not shown (--min-severity info)" in text
+    assert "; 5 info not shown (--min-severity info)" in text
     image = run("scan", str(INCIDENTS / "image-updater"), "--fail-on", "never", columns=200).stdout
     assert "1 log file, 0 audit files" in image.splitlines()[0]

@@ -178,6 +178,18 @@ def test_a_field_a_known_writer_took_from_a_server_side_apply_is_the_likely_caus
         deployment["metadata"]["managedFields"] = deployment["metadata"]["managedFields"][:1]
     assert scan(RULE, nobody) == []
 
+    def policy(items: list[Raw]) -> None:  # nobody took a field, but a policy recorded its patch at admission
+        nobody(items)
+        named(items, "Deployment", "billing-api")["metadata"]["annotations"][
+            "policies.kyverno.io/last-applied-patches"] = "add-safe-to-evict.add-annotation.kyverno.io: added /spec/x\n"
+        named(items, "Application", "billing")["metadata"]["annotations"] = {
+            "argocd.argoproj.io/compare-options": "IgnoreExtraneous"}
+    [finding] = scan(RULE, policy)
+    assert finding.severity == Severity.LOW and finding.title.endswith("OutOfSync: likely changed at admission")
+    assert "Kyverno (add-safe-to-evict.add-annotation.kyverno.io: added /spec/x)" in finding.summary
+    assert finding.remediation.command == ("kubectl -n argocd annotate application billing --overwrite "
+                                           "argocd.argoproj.io/compare-options=IgnoreExtraneous,ServerSideDiff=true")
+
 
 def _with_heal_lines(tmp_path: Path, synced: str, skipped: str) -> Path:
     """The example with the controller's self-heal sync of billing at `synced` and its back-off at `skipped`."""
@@ -281,3 +293,67 @@ def test_entries_for_the_kind_that_miss_the_field_are_named() -> None:
     assert ".spec.ignoreDifferences[0] jsonPointers /spec/replica select none of it" in finding.summary
     assert ".spec.ignoreDifferences[1] names group 'extensions', and the object's is 'apps'" in finding.summary
     assert "ignoreDifferences[2]" not in finding.summary
+
+
+def _new_commit(items: list[Raw], alone: bool = True) -> Raw:
+    """billing compares a newer commit than the one deployed; the Deployment as Argo CD applied it (`alone`)."""
+    if alone:
+        _argo_alone(items)
+    app = named(items, "Application", "billing")
+    app["status"]["history"] = [{"id": 3, "revision": "41d9c2e7a0b35f86c1e4d2a9b7f03c5e8d6a1b20",
+                                 "deployedAt": "2026-11-26T16:40:12Z", "source": app["spec"]["source"]}]
+    app["status"].pop("operationState", None)
+    return app
+
+
+def test_a_resource_out_of_sync_because_git_changed_is_reported_as_git_s_change_at_info() -> None:
+    def manual(items: list[Raw]) -> None:
+        _new_commit(items)["spec"]["syncPolicy"] = {}
+    [finding] = scan(RULE, manual)
+    assert finding.severity == Severity.INFO
+    assert finding.title == ("Application argocd/billing OutOfSync because Git changed (41d9c2e deployed, 8c1f0e6 "
+                             "in Git)")
+    assert "1 resource differs because Git changed (Deployment/billing/billing-api)" in finding.summary
+    assert "syncs only when someone syncs it" in finding.summary
+    assert finding.remediation.command == "argocd app diff argocd/billing && argocd app sync argocd/billing"
+
+
+def test_a_failed_automated_sync_of_the_new_commit_is_why_it_stays_out_of_sync() -> None:
+    def failed(items: list[Raw]) -> None:
+        app = _new_commit(items)
+        app["spec"]["syncPolicy"] = {"automated": {"prune": True}}
+        app["status"]["operationState"] = {
+            "operation": {"initiatedBy": {"automated": True}, "sync": {"revision": app["status"]["sync"]["revision"]}},
+            "phase": "Failed", "message": "one or more objects failed to apply", "startedAt": "2026-11-27T08:00:00Z",
+            "finishedAt": "2026-11-27T08:00:09Z"}
+    [finding] = scan(RULE, failed)
+    assert "Automated sync tried this revision and ended Failed (2026-11-27T08:00:09Z)" in finding.summary
+    assert finding.evidence[-1].excerpt == "automated sync of 8c1f0e6b2d4a Failed"
+
+
+def test_git_s_change_is_not_said_of_a_resource_another_writer_changed_nor_without_a_newer_revision() -> None:
+    def both(items: list[Raw]) -> None:  # the autoscaler's replicas still differ: that writer is the finding
+        _new_commit(items, alone=False)
+    assert [f.severity for f in scan(RULE, both)] == [Severity.HIGH]
+
+    def same(items: list[Raw]) -> None:
+        app = _new_commit(items)
+        app["status"]["history"][0]["revision"] = app["status"]["sync"]["revision"]
+    assert scan(RULE, same) == []
+
+    def never_synced(items: list[Raw]) -> None:
+        _new_commit(items)["status"]["history"] = []
+    assert scan(RULE, never_synced) == []
+
+
+def test_resources_git_adds_or_removes_are_counted() -> None:
+    def added(items: list[Raw]) -> None:
+        app = _new_commit(items)
+        app["status"]["resources"] += [
+            {"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "billing", "name": "billing-flags",
+             "status": "OutOfSync", "health": {"status": "Missing"}},
+            {"group": "", "version": "v1", "kind": "Service", "namespace": "billing", "name": "billing-old",
+             "status": "OutOfSync", "requiresPruning": True}]
+    [finding] = scan(RULE, added)
+    assert "3 resources differ because Git changed" in finding.summary
+    assert "1 new in Git, 1 removed from Git" in finding.summary

@@ -21,7 +21,14 @@ from itertools import pairwise
 from typing import Any, NamedTuple
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural, resource_ref
+from argo_doctor.analyzers.common import (
+    event_evidence,
+    log_evidence,
+    object_evidence,
+    plural,
+    resource_ref,
+    revision_of,
+)
 from argo_doctor.facts.managed_fields import foreign_writes
 from argo_doctor.facts.webhooks import CONFIG_KINDS, WEBHOOK_NEEDS, failed_webhook_name
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
@@ -183,11 +190,6 @@ def _line_keys(sig: str, record: LogRecord, match: re.Match[str] | None) -> list
     return [""]
 
 
-def _revision(entry: dict[str, Any]) -> str:
-    revisions = as_list(entry.get("revisions"))
-    return ",".join(str(r) for r in revisions) if revisions else str(entry.get("revision") or "")
-
-
 _Line = tuple[LogRecord, re.Match[str] | None]
 _UNTIMED = datetime.min.replace(tzinfo=UTC)
 
@@ -261,10 +263,10 @@ class AutoSyncWithoutChange(Analyzer):
         history.sort(key=lambda h: (as_int(h.get("id")), str(h.get("deployedAt") or "")))
         found: list[_Instance] = []
         for index, (prev, cur) in enumerate(pairwise(history), start=1):
-            revision = _revision(cur)
+            revision = revision_of(cur)
             automated = mapping(cur.get("initiatedBy")).get("automated") is True
             start = parse_time(cur.get("deployStartedAt")) or parse_time(cur.get("deployedAt"))
-            if revision and revision == _revision(prev) and automated and start is not None \
+            if revision and revision == revision_of(prev) and automated and start is not None \
                     and not _spec_changed(prev, cur):
                 found.append(_Instance(start, revision, f".status.history[{index}]", [object_evidence(
                     app, f".status.history[{index}]",
@@ -272,7 +274,7 @@ class AutoSyncWithoutChange(Analyzer):
                     f"(history id {prev.get('id')} → {cur.get('id')})", start)]))
         if not history:
             return found
-        deployed, since = _revision(history[-1]), parse_time(history[-1].get("deployedAt"))
+        deployed, since = revision_of(history[-1]), parse_time(history[-1].get("deployedAt"))
         if not deployed or since is None:
             return found
         if since.microsecond == 0:  # stored to the second: the deploy's own writes and lines may follow within it

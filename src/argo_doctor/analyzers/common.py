@@ -66,6 +66,12 @@ def log_evidence(record: LogRecord) -> Evidence:
     return Evidence("log", record.location, record.raw.strip(), record.time)
 
 
+def revision_of(entry: Mapping[str, Any]) -> str:
+    """The revision of a sync status, history entry or sync result: a multi-source Application's revisions joined."""
+    revisions = as_list(entry.get("revisions"))
+    return ",".join(str(r) for r in revisions) if revisions else str(entry.get("revision") or "")
+
+
 def age(minutes: float) -> str:
     """A duration in minutes as `3d4h`, `2h05m` or `7m`."""
     hours, mins = divmod(int(minutes), 60)

@@ -1,13 +1,12 @@
-"""out-of-sync-writer: a resource OutOfSync for ever because something else writes a field Git sets.
+"""out-of-sync-writer: why a resource stays OutOfSync — another writer, admission, the schema, or Git itself.
 
-For each resource an Application lists as OutOfSync, the fields Argo CD applied (its last-applied configuration,
-written by client-side apply) are compared with the live object, and each field that differs is matched with the
-manager that last wrote it (`metadata.managedFields`, facts/managed_fields.py): an autoscaler through the `scale`
-subresource, a controller, someone with kubectl (knowledge/field_writers.yaml). A field Git does not set is no
-difference in Argo CD's comparison and is left out; a field only Argo CD wrote that differs means Git changed, and
-is not blamed on anyone. The fix is the `ignoreDifferences` entry that clears it, checked against the Application's
-existing entries (facts/ignore_differences.py), with RespectIgnoreDifferences=true when self-heal would otherwise
-undo the other writer. Objects applied server-side carry no last-applied configuration: they are left out.
+For each OutOfSync resource, the fields Argo CD applied (its last-applied configuration) are compared with the live
+object and each differing field is matched with the manager that last wrote it (`metadata.managedFields`,
+facts/managed_fields.py; knowledge/field_writers.yaml). Fields only Argo CD wrote that differ changed on the way in
+(normalisation, a mutating webhook); fields Git sets that the CRD does not declare are pruned; with server-side apply
+a field another manager took over is the likely cause. Resources none of these explain, of an Application whose
+compared revision is not the deployed one, differ because Git changed (info). Fields Git does not set are no
+difference in Argo CD's comparison and are never blamed.
 """
 
 from __future__ import annotations
@@ -19,11 +18,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import log_evidence, object_evidence
+from argo_doctor.analyzers.common import log_evidence, object_evidence, plural, resource_ref, revision_of
 from argo_doctor.facts.ignore_differences import coverage, json_pointer, near_misses, respects_ignore_differences
 from argo_doctor.facts.managed_fields import (
     Difference,
     Manager,
+    applied_server_side,
     dropped_fields,
     foreign_writes,
     own_changes,
@@ -31,7 +31,8 @@ from argo_doctor.facts.managed_fields import (
     server_side_takeovers,
 )
 from argo_doctor.facts.schemas import pruned, schema_of
-from argo_doctor.facts.webhooks import mutations_of, plural
+from argo_doctor.facts.webhooks import mutations_of
+from argo_doctor.facts.webhooks import plural as plural_kind
 from argo_doctor.knowledge import FieldWriter
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
@@ -39,6 +40,7 @@ from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_int, as_list, mapping
 from argo_doctor.timeutil import format_time, parse_time
 
+COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
 MAX_LINES = 3
 """Controller lines of self-heal kept per Application."""
 DOCS = ("https://argo-cd.readthedocs.io/en/stable/user-guide/diffing/",
@@ -68,8 +70,12 @@ class OutOfSyncWriter(Analyzer):
         for app in ctx.snap.applications():
             if app.meta.get("deletionTimestamp"):
                 continue
+            unexplained: list[tuple[dict[str, Any], Obj | None]] = []
             for entry, live in ctx.snap.app_resources(app):
-                if live is None or mapping(entry).get("status") != "OutOfSync":
+                if mapping(entry).get("status") != "OutOfSync":
+                    continue
+                if live is None:
+                    unexplained.append((entry, live))
                     continue
                 differences = foreign_writes(live)
                 if differences:
@@ -83,11 +89,19 @@ class OutOfSyncWriter(Analyzer):
                 if takeovers:
                     yield _taken_over(app, live, takeovers)
                     continue
+                said = mutations_of(ctx.snap, live)[0] if applied_server_side(live) else []
+                if said:
+                    yield _mutated_server_side(app, live, said)
+                    continue
                 schema = schema_of(ctx.snap, live)
                 lost = [(p, v, cut) for p, v in dropped_fields(live) if schema is not None
                         and (cut := pruned(schema, p)) is not None]
                 if lost:
                     yield _pruned(app, live, lost)
+                    continue
+                unexplained.append((entry, live))
+            if unexplained and (finding := _git_changed(app, unexplained)) is not None:
+                yield finding
 
     def _finding(self, ctx: Context, app: Obj, live: Obj, differences: list[Difference]) -> Finding:
         """The fields, their writers, the fight with self-heal, and the entry that clears it."""
@@ -159,6 +173,58 @@ class OutOfSyncWriter(Analyzer):
         )
 
 
+def _git_changed(app: Obj, resources: list[tuple[dict[str, Any], Obj | None]]) -> Finding | None:
+    """OutOfSync resources no other writer touched, of an Application whose compared revision is not the deployed
+    one: Git changed, and the difference is Git's (info). None when the revisions do not tell."""
+    history = as_list(app.status.get("history"))
+    compared = revision_of(mapping(app.status.get("sync")))
+    deployed = revision_of(mapping(history[-1])) if history else ""
+    if not compared or not deployed or compared == deployed:
+        return None
+    names, added, removed = [], 0, 0
+    for entry, live in resources:
+        names.append(str(resource_ref(entry)))
+        added += live is None and mapping(entry.get("health")).get("status") == "Missing"
+        removed += bool(entry.get("requiresPruning"))
+    counts = [f"{n} {w}" for n, w in ((added, "new in Git"), (removed, "removed from Git")) if n]
+    shown = ", ".join(names[:5]) + (f" (and {len(names) - 5} more)" if len(names) > 5 else "")
+    automated = bool(mapping(app.spec.get("syncPolicy")).get("automated"))
+    name = f"{app.namespace}/{app.name}"
+    state = mapping(app.status.get("operationState"))
+    attempted = revision_of(mapping(mapping(state.get("operation")).get("sync"))) == compared
+    evidence = [object_evidence(app, ".status.sync", f"compared at {compared[:12]}"),
+                object_evidence(app, f".status.history[{len(history) - 1}]", f"deployed {deployed[:12]}",
+                                parse_time(mapping(history[-1]).get("deployedAt")))]
+    fix = "Review the change and sync it when it is wanted."
+    if not automated:
+        after = " The Application syncs only when someone syncs it."
+    elif attempted and state.get("phase") in ("Failed", "Error"):
+        evidence.append(object_evidence(app, ".status.operationState.phase", f"automated sync of {compared[:12]} "
+                                        f"{state.get('phase')}", parse_time(state.get("finishedAt"))))
+        fix = "Mend what failed the sync (its error is in operationState.message), then sync."
+        after = (f" Automated sync tried this revision and ended {state.get('phase')} ({state.get('finishedAt')}); "
+                 "Argo CD does not retry a revision it failed to sync until Git changes again or someone syncs it "
+                 "(controller: \"Skipping auto-sync: failed previous sync attempt\"). The sync's error is the cause.")
+    else:
+        after = (" Automated sync applies the new revision unless a sync window or a running operation holds it (see "
+                 "the Application's operationState and conditions).")
+    return Finding(
+        rule="out-of-sync-writer",
+        severity=Severity.INFO,
+        title=f"Application {name} OutOfSync because Git changed ({deployed[:7]} deployed, {compared[:7]} in Git)",
+        summary=(f"Application {name} compares revision {compared[:12]} with the cluster, and {deployed[:12]} is the "
+                 f"revision last deployed: {plural(len(names), 'resource')} differ{'s' if len(names) == 1 else ''} "
+                 f"because Git changed ({shown}{'; ' + ', '.join(counts) if counts else ''}). No other writer changed "
+                 "what Argo CD applied to them." + after),
+        objects=[app.ref],
+        evidence=evidence,
+        remediation=Remediation(
+            text=fix,
+            command=f"argocd app diff {name} && argocd app sync {name}",
+            docs=("https://argo-cd.readthedocs.io/en/stable/user-guide/auto_sync/",)),
+    )
+
+
 def _changed_on_the_way_in(ctx: Context, app: Obj, live: Obj,
                            changed: list[tuple[tuple[str | int, ...], Any, Any]]) -> Finding:
     """Fields only Argo CD wrote that the cluster stores otherwise: the API server's normalisation of a quantity, a
@@ -186,8 +252,8 @@ def _changed_on_the_way_in(ctx: Context, app: Obj, live: Obj,
         names = ", ".join(dict.fromkeys(f"{h.config.name} ({h.name})" for h in hooks))
         severity, cause = Severity.LOW, (
             f"no other manager wrote them, so they changed on the way in; the mutating webhooks whose rules match "
-            f"{plural(live.kind)} are {names}, the likely cause (admission changes are recorded under the applying "
-            "manager, Argo CD)")
+            f"{plural_kind(live.kind)} are {names}, the likely cause (admission changes are recorded under the "
+            "applying manager, Argo CD)")
         fix = ("Check what the named webhook does to this kind; then change the webhook's policy or Git, or ignore the "
                "fields (ignoreDifferences and RespectIgnoreDifferences=true); ServerSideDiff=true shows admission's "
                "result in the diff.")
@@ -197,7 +263,7 @@ def _changed_on_the_way_in(ctx: Context, app: Obj, live: Obj,
             "the API server's defaulting changed them on the way in")
         fix = "ServerSideDiff=true makes Argo CD compare with what the API server would store."
     evidence += [object_evidence(h.config, f"{h.path}.rules", f"mutating webhook {h.name} intercepts "
-                                 f"{plural(live.kind)}") for h in hooks[:3]]
+                                 f"{plural_kind(live.kind)}") for h in hooks[:3]]
     pointers = [p for p in (json_pointer([str(s) for s in f]) for f, _, _ in changed) if p]
     return Finding(
         rule="out-of-sync-writer",
@@ -238,6 +304,34 @@ def _taken_over(app: Obj, live: Obj,
                  "remove it from Git if the other writer owns it, or ignore it (`managedFieldsManagers: "
                  f"[{manager.name}]`{f' or jsonPointers {pointer}' if pointer else ''} in ignoreDifferences, with "
                  "RespectIgnoreDifferences=true under self-heal).", docs=DOCS),
+    )
+
+
+def _mutated_server_side(app: Obj, live: Obj, said: list[str]) -> Finding:
+    """An object applied server-side that a mutating policy changed at admission (its record says so): the likely
+    cause, at low severity, since what Git sets is not in the object."""
+    name = f"{app.namespace}/{app.name}"
+    options = [o for o in str(app.annotations.get(COMPARE_OPTIONS) or "").split(",") if o.strip()]
+    value = ",".join([*(o for o in options if not o.strip().startswith("ServerSideDiff=")), "ServerSideDiff=true"])
+    return Finding(
+        rule="out-of-sync-writer",
+        severity=Severity.LOW,
+        title=f"{live.kind} {live.namespace}/{live.name} of {app.name} OutOfSync: likely changed at admission",
+        summary=(f"{live.ref} of Application {name} is OutOfSync, no other manager took a field from Argo CD's "
+                 f"server-side apply, and a mutating admission controller changed it on the way in: {'; '.join(said)}. "
+                 "Admission changes are recorded under the applying manager, so a field the policy rewrites differs "
+                 "from Git on every comparison unless Argo CD diffs through the API server. With server-side apply "
+                 "the object does not record what Git sets: the policy is the likely cause, not a certain one."),
+        objects=[app.ref, live.ref],
+        evidence=[object_evidence(app, ".status.resources", f"{live.ref} OutOfSync"),
+                  object_evidence(live, ".metadata.annotations", "; ".join(said))],
+        remediation=Remediation(
+            text=f"Check with `argocd app diff {name}` that the policy's fields are the difference; then let Argo CD "
+                 "compare what admission makes of Git's manifests (ServerSideDiff=true), write in Git what the policy "
+                 "writes, or exclude the Application's resources from the policy.",
+            command=f"kubectl -n {app.namespace} annotate application {app.name} --overwrite "
+                    f"{COMPARE_OPTIONS}={value}",
+            docs=DOCS),
     )
 
 

@@ -170,17 +170,21 @@ def known_row(manager: Manager, path: tuple[str | int, ...]) -> knowledge.FieldW
     return None
 
 
+def applied_server_side(live: Obj) -> bool:
+    """Argo CD applies the object server-side: an `argocd-controller` Apply entry and no last-applied annotation."""
+    return not live.annotations.get(LAST_APPLIED) and any(
+        m.name == ARGO_MANAGERS[0] and m.operation == "Apply" for m in managers(live))
+
+
 def server_side_takeovers(live: Obj) -> list[tuple[Manager, tuple[str | int, ...], knowledge.FieldWriter | None]]:
     """For an object Argo CD applies server-side (an `argocd-controller` Apply entry, no last-applied annotation):
     the `spec` fields another manager took over with an Update of the object itself (a known writer's row, or None),
     known writers first. With server-side apply an Update takes a field from the applier, so whether Git sets it,
     and to what, is not in the object: these are likely, not certain, causes."""
-    entries = managers(live)
-    if live.annotations.get(LAST_APPLIED) or not any(m.name == ARGO_MANAGERS[0] and m.operation == "Apply"
-                                                     for m in entries):
+    if not applied_server_side(live):
         return []
     found: list[tuple[Manager, tuple[str | int, ...], knowledge.FieldWriter | None]] = []
-    for manager in entries:
+    for manager in managers(live):
         if manager.name.startswith(ARGO_MANAGERS) or manager.operation != "Update":
             continue
         for path in manager.paths:
