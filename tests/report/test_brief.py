@@ -50,16 +50,16 @@ def test_one_line_per_finding_fits_the_terminal(bundle: Path, columns: int) -> N
 def test_the_basic_example_fits_one_screen_with_a_summary_that_says_what_it_hid() -> None:
     lines = _run(BASIC, 80, "--fail-on", "never").stdout.splitlines()
     assert len(lines) <= 40
-    assert lines[-2] == "8 finding(s): 4 high, 1 medium, 3 low; 5 info not shown (--min-severity info)"
+    assert lines[-2] == "7 finding(s): 4 high, 3 low; 5 info not shown (--min-severity info)"
     assert "--details" in lines[-1] and "-o wide" in lines[-1]
     assert not any(line.startswith("╭") for line in lines)
 
 
 def test_details_prints_a_panel_per_finding_and_min_severity_chooses_which() -> None:
     text = _run(BASIC, 100, "--details", "--fail-on", "never").stdout
-    assert text.count("╭") == 8 and "why " in text and "evidence" in text
+    assert text.count("╭") == 7 and "why " in text and "evidence" in text
     text = _run(BASIC, 100, "--details", "--min-severity", "info", "--fail-on", "never").stdout
-    assert text.count("╭") == 13
+    assert text.count("╭") == 12
 
 
 def test_wide_adds_the_object_and_the_first_evidence_untruncated() -> None:
@@ -76,8 +76,8 @@ def test_wide_adds_the_object_and_the_first_evidence_untruncated() -> None:
 def test_min_severity_filters_what_is_shown_but_not_the_exit_status() -> None:
     result = _run(BASIC, 100, "--min-severity", "critical")
     assert result.exit_code == 1  # four HIGH findings still fail the scan
-    assert "0 finding(s); 4 high, 1 medium, 3 low, 5 info not shown (--min-severity info)" in result.stdout
-    assert len(_findings(BASIC)) == 13  # JSON shows every finding unless asked
+    assert "0 finding(s); 4 high, 3 low, 5 info not shown (--min-severity info)" in result.stdout
+    assert len(_findings(BASIC)) == 12  # JSON shows every finding unless asked
     assert {f["severity"] for f in _findings(BASIC, "--min-severity", "high")} == {"high"}
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural, resource_ref
+from argo_doctor.facts.manifests import generation_errors, is_generation_error
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
@@ -56,6 +57,8 @@ class SyncFailed(Analyzer):
                 continue
             op = app.at("status", "operationState")
             if isinstance(op, dict) and op.get("phase") in FAILED_PHASES:
+                if is_generation_error(str(op.get("message") or "")) and generation_errors(app):
+                    continue  # the render failed, and still does: manifest-generation-failed says why
                 yield self._finding(app, op)
 
     def _finding(self, app: Obj, op: dict[str, Any]) -> Finding:

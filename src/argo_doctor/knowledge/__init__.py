@@ -67,6 +67,37 @@ def sync_error_advice() -> tuple[SyncErrorAdvice, ...]:
 
 
 @dataclass(frozen=True)
+class ManifestError:
+    """Why the repo-server could not generate manifests: `cause` is load (the repo-server or the call to it),
+    repository (reaching the repository) or source (the Application's own path, chart, values or plugin)."""
+
+    id: str
+    cause: str
+    pattern: re.Pattern[str]
+    explanation: str
+    remediation: str
+    example: str
+    source: str
+
+
+@cache
+def manifest_errors() -> tuple[ManifestError, ...]:
+    """The known manifest generation errors, in file order (the first match wins)."""
+    return tuple(
+        ManifestError(
+            id=row["id"],
+            cause=row["cause"],
+            pattern=re.compile(row["pattern"], re.I),
+            explanation=" ".join(row["explanation"].split()),
+            remediation=" ".join(row["remediation"].split()),
+            example=row["example"],
+            source=row["source"],
+        )
+        for row in load_rows("manifest_errors.yaml")
+    )
+
+
+@dataclass(frozen=True)
 class OperationMessage:
     """A message Argo CD writes while a sync operation runs: what it waits on (`waits`: completion, health,
     deletion, confirmation) and the pattern whose groups name the object (group, kind, name, more)."""
