@@ -114,6 +114,7 @@ def all_analyzers() -> list[type[Analyzer]]:
     from argo_doctor.analyzers import (
         app_deletion_stuck,
         app_unhealthy,
+        argocd_rbac_policy,
         auto_sync_without_change,
         collector_permission_missing,
         component_known_bug,
@@ -159,6 +160,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         workload_degraded.WorkloadDegraded,
         rbac_missing.RbacMissing,
         rbac_overbroad.RbacOverbroad,
+        argocd_rbac_policy.ArgocdRbacPolicy,
         collector_permission_missing.CollectorPermissionMissing,
         component_known_bug.ComponentKnownBug,
     ]

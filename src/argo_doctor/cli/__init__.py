@@ -15,6 +15,7 @@ from argo_doctor.cli import (  # noqa: F401  (each module adds its command to `m
     lua,
     map,
     notifications_config,
+    rbac,
     redact,
     rules,
     scan,
