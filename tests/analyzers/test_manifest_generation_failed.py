@@ -144,3 +144,41 @@ def test_each_row_s_example_is_read_as_that_row(row: knowledge.ManifestError) ->
     error = explain(row.example)
     assert error.row is not None and error.row.id == row.id
     assert error.code and error.detail and not error.detail.startswith(("rpc error", "Failed to load"))
+
+
+AUTH = ("Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = "
+        "failed to list refs: authentication required: Repository not found.")
+
+
+def _auth(argocd: list[Doc], apps: list[Doc]) -> None:
+    for name in ("shop-api", "payments-gateway"):
+        _named(apps, "Application", name)["status"]["conditions"][0]["message"] = AUTH
+
+
+def test_applications_of_one_repository_refused_for_one_reason_are_one_finding(tmp_path: Path) -> None:
+    def with_secret(argocd: list[Doc], apps: list[Doc]) -> None:
+        _auth(argocd, apps)
+        argocd.append({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {
+            "name": "repo-platform-deploy", "namespace": "argocd",
+            "labels": {"argocd.argoproj.io/secret-type": "repository"}},
+            "data": {"url": "aHR0cHM6Ly9naXQuYWNtZS1yZXRhaWwuZXhhbXBsZS9wbGF0Zm9ybS9kZXBsb3kuZ2l0",
+                     "username": "Y2ktYm90", "password": "Z2xwYXQtc2VjcmV0LXZhbHVlLTEyMzQ1"}})
+    findings = _findings(tmp_path, with_secret, logs=False)
+    [repo] = [f for f in findings if "cannot reach" in f["title"]]
+    assert repo["title"] == "2 Applications cannot reach https://git.acme-retail.example/platform/deploy.git: repo auth"
+    assert "Argo CD sends the credentials of Secret argocd/repo-platform-deploy (repository, " \
+           "https://git.acme-retail.example/platform/deploy.git: keys password, username)" in repo["summary"]
+    assert "glpat-secret" not in str(findings) and "Y2ktYm90" not in str(findings)
+    load = next(f for f in findings if f["title"].startswith("Repo-server"))
+    assert "shop-api" not in load["summary"].split(".")[0]
+
+
+def test_no_matching_secret_means_no_credentials_and_no_secrets_means_unknown(tmp_path: Path) -> None:
+    def other_secret(argocd: list[Doc], apps: list[Doc]) -> None:
+        _auth(argocd, apps)
+        argocd.append({"apiVersion": "v1", "kind": "Secret", "metadata": {
+            "name": "argocd-secret", "namespace": "argocd"}, "data": {"server.secretkey": "eA=="}})
+    [repo] = [f for f in _findings(tmp_path / "a", other_secret, logs=False) if "cannot reach" in f["title"]]
+    assert "No repository or repo-creds Secret of the input matches" in repo["summary"]
+    [repo] = [f for f in _findings(tmp_path / "b", _auth, logs=False) if "cannot reach" in f["title"]]
+    assert "The input holds no Secrets" in repo["summary"]

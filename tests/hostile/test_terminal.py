@@ -47,10 +47,9 @@ def _event(obj: dict[str, Any]) -> None:
 
 def _condition(obj: dict[str, Any]) -> None:
     if obj.get("kind") == "Application" and obj["metadata"]["name"] == "legacy-app":
-        for condition in obj["status"]["conditions"]:
-            condition["message"] = payload("CONDMARK") + condition["message"]
-        operation = obj["status"]["operationState"]
-        operation["message"] = operation["message"].replace("ComparisonError:", "ComparisonError: " + payload("OPMARK"))
+        for condition in obj["status"]["conditions"]:  # in helm's own words, which the finding's title quotes
+            mark = "Error: " + payload("CONDMARK")
+            condition["message"] = condition["message"].replace("Error: chart", mark + "chart")
 
 
 def _pod(obj: dict[str, Any]) -> None:
@@ -98,9 +97,9 @@ def _assert_clean(run: Run, markers: tuple[str, ...]) -> None:
 
 
 HUMAN = {
-    "scan-brief": (("scan", "--fail-on", "never"), ("OPMARK",)),
+    "scan-brief": (("scan", "--fail-on", "never"), ("CONDMARK",)),
     "scan-table": (("scan", "--details", "--fail-on", "never"), PLACES),
-    "scan-wide": (("scan", "-o", "wide", "--fail-on", "never"), ("OPMARK",)),
+    "scan-wide": (("scan", "-o", "wide", "--fail-on", "never"), ("CONDMARK",)),
     "scan-markdown": (("scan", "-o", "markdown", "--fail-on", "never"), PLACES),
     "timeline-table": (("timeline",), ("EVTMARK", "LOGMARK")),
     "health-table": (("health",), ("PODMARK",)),

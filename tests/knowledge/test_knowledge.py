@@ -80,3 +80,13 @@ def test_builtin_lua_kinds_name_the_release_that_first_ships_them() -> None:
 )
 def test_builtin_lua_at_a_release(group: str, kind: str, version: str | None, expected: bool) -> None:
     assert knowledge.has_builtin_lua(group, kind, version) is expected
+
+
+def test_every_finding_id_survives_redaction() -> None:
+    """A finding id is `<rule>:<hex>`: a rule named like a credential key (`…-credentials:`, `…auth:`) would have its
+    ids redacted in the timeline and the HTML report."""
+    from argo_doctor.analyzers import all_analyzers
+    from argo_doctor.sources.redact import redact_text
+
+    for analyzer in all_analyzers():
+        assert redact_text(f"{analyzer.id}:0a1b2c3d4e5f") == f"{analyzer.id}:0a1b2c3d4e5f", analyzer.id

@@ -231,7 +231,7 @@ def test_expand_takes_a_group_id_and_refuses_anything_else(bundle: Path, doc: di
         assert result.exit_code == 2, (bad, result.output)
         (line,) = result.stderr.splitlines()
         assert repr(bad) in line and DEGRADED in line
-        assert f"rule ids: app-deletion-stuck, app-unhealthy, {SYNC}, " in line
+        assert f"rule ids: app-deletion-stuck, app-unhealthy, argocd-rbac-policy, {SYNC}, " in line
 
 
 def test_markdown_shows_the_group_and_expands_it(bundle: Path, doc: dict[str, Any]) -> None:

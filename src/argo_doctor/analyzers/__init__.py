@@ -116,6 +116,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         app_unhealthy,
         argocd_rbac_policy,
         auto_sync_without_change,
+        cluster_credentials_expired,
         collector_permission_missing,
         component_known_bug,
         deprecated_api_caller,
@@ -161,6 +162,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         rbac_missing.RbacMissing,
         rbac_overbroad.RbacOverbroad,
         argocd_rbac_policy.ArgocdRbacPolicy,
+        cluster_credentials_expired.ClusterCredentialsExpired,
         collector_permission_missing.CollectorPermissionMissing,
         component_known_bug.ComponentKnownBug,
     ]

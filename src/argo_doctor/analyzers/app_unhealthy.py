@@ -27,6 +27,7 @@ from argo_doctor.analyzers.common import (
     workflow_evidence,
     workflow_fix,
 )
+from argo_doctor.facts.clusters import refused_conditions
 from argo_doctor.facts.inventory import holds, not_collected
 from argo_doctor.facts.manifests import generation_errors
 from argo_doctor.facts.workflows import FAILED_PHASES, FailedNode, failed_nodes, is_workflow
@@ -80,8 +81,8 @@ class AppUnhealthy(Analyzer):
                 status = HealthStatus(raw_status)
             except ValueError:
                 status = HealthStatus.UNKNOWN
-            if status == HealthStatus.UNKNOWN and generation_errors(app):  # manifest-generation-failed says why
-                continue
+            if status == HealthStatus.UNKNOWN and (generation_errors(app) or refused_conditions(app)):
+                continue  # manifest-generation-failed or cluster-credentials-expired says why
             yield self._finding(ctx, app, status, str(health.get("message") or "") if isinstance(health, dict) else "")
 
     def _culprits(self, ctx: Context, app: Obj) -> Iterator[Culprit]:

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
-from argo_doctor.facts.installation import CONTAINER_HINTS, Setting, main_container, resolve
+from argo_doctor.facts.installation import CONTAINER_HINTS, Setting, main_container, resolve, secrets_in_input
 from argo_doctor.facts.manifests import GenerationError, generation_errors
+from argo_doctor.facts.repositories import credentials_for, normal_url
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Component, Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
@@ -97,6 +98,7 @@ class ManifestGenerationFailed(Analyzer):
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         load: list[tuple[Obj, GenerationError]] = []
+        reach: dict[tuple[str, str], list[tuple[Obj, GenerationError]]] = defaultdict(list)
         for app in ctx.snap.applications():
             if app.meta.get("deletionTimestamp"):
                 continue
@@ -104,10 +106,14 @@ class ManifestGenerationFailed(Analyzer):
             if not errors:
                 continue
             own = [e for e in errors if e.cause != "load"]
-            if own:
+            if own and own[0].cause == "repository" and own[0].row is not None:
+                reach[(own[0].row.id, normal_url(_repo_url(app, own[0])))].append((app, own[0]))
+            elif own:
                 yield _own_cause(app, own[0])
             else:
                 load.append((app, errors[0]))
+        for (_, url), hit in reach.items():
+            yield _repository(ctx, url, hit)
         if load:
             yield self._load(ctx, load)
 
@@ -229,6 +235,56 @@ def _unfinished(renders: list[tuple[str, LogRecord, bool]]) -> list[tuple[str, L
     return [(release, record) for release, record, end in renders if not end and "operation_name" not in record.raw
             and not any((e.time or record.time) >= (record.time or e.time) for e in ended[release]
                         if e.time and record.time)]
+
+
+def _repo_url(app: Obj, error: GenerationError) -> str:
+    """The repoURL of the source the error is about (`source N of M`, else the only source)."""
+    sources = [mapping(s) for s in as_list(app.spec.get("sources"))] or [mapping(app.spec.get("source"))]
+    number = int(error.source.split()[1]) if error.source else 1
+    return str(sources[min(number, len(sources)) - 1].get("repoURL") or "")
+
+
+def _repository(ctx: Context, url: str, hit: list[tuple[Obj, GenerationError]]) -> Finding:
+    """Applications that cannot reach one repository for one reason: the reason, and the credentials Argo CD sends."""
+    app, error = hit[0]
+    row = error.row
+    assert row is not None  # grouped by row
+    names = [f"{a.namespace}/{a.name}" for a, _ in hit]
+    shown = ", ".join(names[:MAX_APPS]) + (f" (and {len(names) - MAX_APPS} more)" if len(names) > MAX_APPS else "")
+    repo = _repo_url(app, error) or "the repository"
+    summary = (f"{plural(len(hit), 'Application')} of {repo} cannot be rendered ({shown}): {error.detail}. "
+               f"{row.explanation}")
+    evidence = [object_evidence(a, f".status.conditions[{e.index}]", f"ComparisonError: {e.detail}", e.time)
+                for a, e in hit[:MAX_APPS]]
+    if row.id == "repo-auth":
+        creds = credentials_for(ctx.snap, repo)
+        if creds is not None and creds.credentials:
+            summary += (f" Argo CD sends the credentials of Secret {creds.secret.namespace}/{creds.secret.name} "
+                        f"({creds.kind}, {creds.url}: keys {', '.join(creds.credentials)}), and the host refuses them: "
+                        "they are wrong, expired, or without access to this repository.")
+            evidence.append(object_evidence(creds.secret, ".metadata.labels", f"{creds.kind} for {creds.url}"))
+        elif creds is not None:
+            summary += (f" Secret {creds.secret.namespace}/{creds.secret.name} matches {repo} but holds no "
+                        "credential: Argo CD connects anonymously.")
+            evidence.append(object_evidence(creds.secret, ".data", "no credential key"))
+        elif secrets_in_input(ctx.snap, ctx.snap.settings.namespace or app.namespace):
+            summary += (f" No repository or repo-creds Secret of the input matches {repo}: Argo CD sends no "
+                        "credentials.")
+        else:
+            summary += " The input holds no Secrets, so which credentials Argo CD sends is not known here."
+    if error.cached:
+        summary += " " + PAUSE_NOTE
+    return Finding(
+        rule="manifest-generation-failed",
+        severity=Severity.HIGH,
+        title=f"{plural(len(hit), 'Application')} cannot reach {repo}: {row.id.replace('-', ' ')}",
+        summary=summary,
+        objects=[a.ref for a, _ in hit],
+        evidence=evidence,
+        remediation=Remediation(text=row.remediation + " Then hard-refresh the Applications.",
+                                command=f"argocd repo get {repo}",
+                                docs=("https://argo-cd.readthedocs.io/en/stable/user-guide/private-repositories/",)),
+    )
 
 
 def _component(ctx: Context, name: str) -> Component | None:

@@ -1,6 +1,6 @@
-"""Manifest generation errors of an Application: its ComparisonError conditions that carry the repo-server's answer
-("Failed to load target state: failed to generate manifest for source N of M: rpc error: code = C desc = …",
-controller/state.go), each matched with what it means (knowledge/manifest_errors.yaml)."""
+"""Manifest generation errors of an Application: its ComparisonError (or InvalidSpecError) conditions that carry the
+repo-server's answer ("Failed to load target state: failed to generate manifest for source N of M: rpc error: code =
+C desc = …", controller/state.go), each matched with what it means (knowledge/manifest_errors.yaml)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from argo_doctor.timeutil import parse_time
 
 CACHED = "Manifest generation error (cached)"
 """The repo-server's prefix for an error it serves from its cache (reposerver/repository/repository.go)."""
-_GENERATION = re.compile(r"failed to generate manifest|Manifest generation error|"
-                         r"^Failed to load target state: rpc error: code = ")
+_GENERATION = re.compile(r"failed to generate manifest|Manifest generation error|Unable to generate manifests in |"
+                         r"failed to compare revisions|^(?:Failed to load target state: )?rpc error: code = ")
+CONDITIONS = ("ComparisonError", "InvalidSpecError")
+"""The condition types the controller writes a generation failure under (InvalidSpecError when the spec is checked)."""
 _DESC = re.compile(r"rpc error: code = (?P<code>\w+) desc = (?P<desc>.*)", re.S)
 _SOURCE = re.compile(r"failed to generate manifest for source (?P<n>\d+) of (?P<m>\d+)")
 
@@ -50,7 +52,7 @@ def generation_errors(app: Obj) -> list[GenerationError]:
     for index, cond in enumerate(as_list(app.status.get("conditions"))):
         cond = mapping(cond)
         message = str(cond.get("message") or "")
-        if cond.get("type") != "ComparisonError" or not _GENERATION.search(message):
+        if cond.get("type") not in CONDITIONS or not _GENERATION.search(message):
             continue
         found.append(explain(message, index, parse_time(cond.get("lastTransitionTime"))))
     return found

@@ -31,6 +31,9 @@ from urllib.parse import quote, quote_plus
 
 import yaml
 
+from argo_doctor.sources.argocd_secrets import KEY as PUBLIC_KEY
+from argo_doctor.sources.argocd_secrets import public_facts
+
 T = TypeVar("T")
 _Repl = str | Callable[[re.Match[str]], str]
 
@@ -927,9 +930,12 @@ _INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 def redact_object(obj: dict[str, Any]) -> dict[str, Any]:
     """Redact a Secret in place (values become fingerprints of the decoded bytes, or stay the fingerprints a
-    redacted bundle holds) and return it."""
+    redacted bundle holds; an Argo CD Secret keeps its public facts, `argocd_secrets.KEY`) and return it."""
     if not _is_secret(obj):
         return obj
+    facts = public_facts(obj, redact_text)
+    if facts is not None:
+        obj[PUBLIC_KEY] = facts
     for key, decode in (("data", True), ("stringData", False)):
         values = obj.get(key)
         if isinstance(values, dict):
@@ -1137,9 +1143,12 @@ class Redactor:
                 done = self._walk(key, value, counts, argo)
             pairs.append((key, done))
         result = _same_dict(view, pairs)
+        facts = public_facts(view, lambda text: self._text(text, counts)) if secret else None
+        if facts is not None and facts != view.get(PUBLIC_KEY):
+            result = {**result, PUBLIC_KEY: facts}
         if result is view:
             return raw
-        return result if view is raw else {k: v for k, v in result.items() if k in raw}
+        return result if view is raw else {k: v for k, v in result.items() if k in raw or k == PUBLIC_KEY}
 
     def _walk(self, key: Any, value: Any, counts: Counter[str], argo: bool) -> Any:
         """A field of an object: by its name where that says what it holds, else every string in it."""
