@@ -129,6 +129,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         progressing_forever,
         rbac_missing,
         rbac_overbroad,
+        redis_unreachable,
         replica_error_divergence,
         rollout_degraded,
         rollout_stuck_degraded,
@@ -163,6 +164,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         rbac_overbroad.RbacOverbroad,
         argocd_rbac_policy.ArgocdRbacPolicy,
         cluster_credentials_expired.ClusterCredentialsExpired,
+        redis_unreachable.RedisUnreachable,
         collector_permission_missing.CollectorPermissionMissing,
         component_known_bug.ComponentKnownBug,
     ]

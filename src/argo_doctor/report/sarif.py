@@ -55,7 +55,7 @@ DEFAULT_SEVERITY = {
     "operation-stuck": Severity.HIGH, "app-deletion-stuck": Severity.HIGH, "shared-resource": Severity.MEDIUM,
     "progressing-forever": Severity.MEDIUM, "out-of-sync-writer": Severity.MEDIUM,
     "manifest-generation-failed": Severity.HIGH, "argocd-rbac-policy": Severity.MEDIUM,
-    "cluster-credentials-expired": Severity.HIGH,
+    "cluster-credentials-expired": Severity.HIGH, "redis-unreachable": Severity.HIGH,
 }
 """Each rule's usual severity, its `defaultConfiguration.level` (every result carries its own level)."""
 _LOCATION = re.compile(r"(?P<path>[^\s:#]+):(?P<line>\d+)(?:#\S*)?(?:\s.*)?", re.DOTALL)
