@@ -134,6 +134,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         rollout_degraded,
         rollout_stuck_degraded,
         shared_resource,
+        sso_login_failed,
         sync_failed,
         webhook_blast_radius,
         webhook_ca_mismatch,
@@ -165,6 +166,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         argocd_rbac_policy.ArgocdRbacPolicy,
         cluster_credentials_expired.ClusterCredentialsExpired,
         redis_unreachable.RedisUnreachable,
+        sso_login_failed.SsoLoginFailed,
         collector_permission_missing.CollectorPermissionMissing,
         component_known_bug.ComponentKnownBug,
     ]

@@ -1,0 +1,63 @@
+"""sso-login-failed: argocd-cm's oidc.config against the API server's `Failed to verify oidc token` lines (go-oidc's
+messages as Argo CD logs them)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import EXAMPLES, scan_json
+
+RULE = "sso-login-failed"
+BUNDLE = EXAMPLES / "incidents" / "sso-login"
+LOG = Path("logs/argocd/argocd-server-6d8b7f9c5-r7n4d/argocd-server.log")
+
+
+def _scan(tmp_path: Path, data: dict[str, str] | None = None, log: str | None = None) -> list[dict[str, Any]]:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    if data is not None:
+        path = bundle / "objects" / "argocd" / "argocd.yaml"
+        doc = yaml.safe_load(path.read_text())
+        doc["items"][0]["data"] = data
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    if log is not None:
+        (bundle / LOG).write_text(log)
+    return list(scan_json(bundle, "--rule", RULE)["findings"])
+
+
+def test_an_issuer_that_differs_by_a_slash_and_groups_never_requested(tmp_path: Path) -> None:
+    refused, groups = _scan(tmp_path)
+    assert refused["severity"] == "high"
+    assert "the token comes from issuer https://login.acme-travel.example/oauth2/default/, and Argo CD expects " \
+           "https://login.acme-travel.example/oauth2/default" in refused["summary"]
+    assert "Make `issuer` in oidc.config exactly https://login.acme-travel.example/oauth2/default/" in \
+           refused["remediation"]["text"]
+    assert groups["severity"] == "low" and "requests only openid, profile, email" in groups["summary"]
+
+
+def test_an_audience_mismatch_and_an_unreachable_provider(tmp_path: Path) -> None:
+    line = ('2026-11-30T13:02:19.880241016Z time="2026-11-30T13:02:19Z" level=warning msg="Failed to verify oidc '
+            'token: failed to verify token: oidc: expected audience \\"0oa7k2x9mTRAVEL4d5\\" got '
+            '[\\"0oa1other\\"]"\n'
+            '2026-11-30T13:03:19.880241016Z time="2026-11-30T13:03:19Z" level=error msg="Failed to initiate login '
+            'flow: failed to query provider \\"https://login.acme-travel.example/oauth2/default\\": Get '
+            '\\"https://login.acme-travel.example/oauth2/default/.well-known/openid-configuration\\": x509: '
+            'certificate signed by unknown authority"\n')
+    [refused, _] = _scan(tmp_path, log=line)
+    assert "the token is for audience 0oa1other, and Argo CD expects its client id 0oa7k2x9mTRAVEL4d5" in \
+           refused["summary"]
+    assert "the API server cannot reach the provider's discovery or key endpoints" in refused["summary"]
+    assert "its CA in oidc.config `rootCA`" in refused["remediation"]["text"]
+
+
+def test_sso_without_url_and_configs_that_are_fine(tmp_path: Path) -> None:
+    oidc = ("name: Okta\nissuer: https://login.acme-travel.example/oauth2/default/\nclientID: x\n"
+            "requestedScopes: [openid, profile, email, groups]\n")
+    [no_url] = _scan(tmp_path / "a", {"oidc.config": oidc}, log="")
+    assert no_url["title"] == "SSO is configured but argocd-cm has no url" and no_url["severity"] == "high"
+    assert _scan(tmp_path / "b", {"url": "https://argocd.acme-travel.example", "oidc.config": oidc}, log="") == []
+    assert _scan(tmp_path / "c", {"url": "https://argocd.acme-travel.example"}, log="") == []
