@@ -31,3 +31,12 @@ def test_an_object_of_one_application_is_not_shared() -> None:
         del grafana["status"]["conditions"]
         grafana["status"]["resources"] = grafana["status"]["resources"][1:]
     assert scan(RULE, single) == []
+
+
+def test_objects_of_the_same_name_on_two_clusters_are_not_shared() -> None:
+    """Applications of three clusters deploying `svc-00` each (examples/incidents/controller-sharding): three
+    objects, on three clusters, by destination server or by cluster name."""
+    from tests.conftest import EXAMPLES, scan_json
+
+    doc = scan_json(EXAMPLES / "incidents" / "controller-sharding", "--rule", "shared-resource")
+    assert doc["findings"] == []

@@ -119,6 +119,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         cluster_credentials_expired,
         collector_permission_missing,
         component_known_bug,
+        controller_sharding,
         deprecated_api_caller,
         github_app_token_clock,
         helm_nondeterministic_render,
@@ -167,6 +168,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         cluster_credentials_expired.ClusterCredentialsExpired,
         redis_unreachable.RedisUnreachable,
         sso_login_failed.SsoLoginFailed,
+        controller_sharding.ControllerSharding,
         collector_permission_missing.CollectorPermissionMissing,
         component_known_bug.ComponentKnownBug,
     ]

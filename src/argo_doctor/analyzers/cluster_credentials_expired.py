@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
-from argo_doctor.facts.clusters import credentials_refused, refused_conditions
+from argo_doctor.facts.clusters import credentials_refused, destination_server, refused_conditions, servers_by_name
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.argocd_secrets import KEY, SECRET_TYPE
@@ -61,7 +61,7 @@ class ClusterCredentialsExpired(Analyzer):
             server = str(facts.get("server") or "").rstrip("/")
             if not server:
                 continue
-            apps, conditions = _destination(ctx, server, str(facts.get("name") or ""))
+            apps, conditions = _destination(ctx, server)
             lines = self._lines.get(server, [])
             expiries = [(what, when) for what, key in (("bearer token", "tokenExpiresAt"),
                                                        ("client certificate", "certNotAfter"))
@@ -145,13 +145,12 @@ def _expiring(secret: Obj, name: str, server: str, apps: list[Obj], soon: list[t
     )
 
 
-def _destination(ctx: Context, server: str, name: str) -> tuple[list[Obj], list[tuple[Obj, int, str]]]:
+def _destination(ctx: Context, server: str) -> tuple[list[Obj], list[tuple[Obj, int, str]]]:
     """The Applications deploying to the cluster, and their conditions that say it refused Argo CD's credentials."""
     apps, conditions = [], []
+    names = servers_by_name(ctx.snap)
     for app in ctx.snap.applications():
-        destination = mapping(app.spec.get("destination"))
-        if str(destination.get("server") or "").rstrip("/") != server and not (name and destination.get("name")
-                                                                                == name):
+        if destination_server(app, names) != server:
             continue
         apps.append(app)
         conditions += [(app, index, message) for index, message in refused_conditions(app) if server in message]

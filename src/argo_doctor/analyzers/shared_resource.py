@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import object_evidence
+from argo_doctor.facts.clusters import destination_server, servers_by_name
 from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.objects import as_list, mapping
@@ -24,6 +25,9 @@ DOCS = ("https://argo-cd.readthedocs.io/en/stable/user-guide/resource_tracking/"
         "https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/#fail-the-sync-if-a-shared-resource-is-found")
 
 Key = tuple[str, str, str]
+"""(kind, namespace, name) of an object."""
+Placed = tuple[str, str, str, str]
+"""(destination cluster, kind, namespace, name): objects of the same name on two clusters are two objects."""
 """(kind, namespace, name)."""
 
 
@@ -36,13 +40,16 @@ class SharedResource(Analyzer):
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         apps = {f"{a.namespace}/{a.name}": a for a in ctx.snap.applications()}
-        owners: dict[Key, set[str]] = defaultdict(set)
-        said: dict[Key, list[tuple[Obj, dict[str, object]]]] = defaultdict(list)
+        owners: dict[Placed, set[str]] = defaultdict(set)
+        said: dict[Placed, list[tuple[Obj, dict[str, object]]]] = defaultdict(list)
+        clusters = servers_by_name(ctx.snap)
         for qualified, app in apps.items():
+            cluster = destination_server(app, clusters)
             for entry in as_list(app.status.get("resources")):
                 entry = mapping(entry)
-                key = (str(entry.get("kind") or ""), str(entry.get("namespace") or ""), str(entry.get("name") or ""))
-                if key[0] and key[2]:
+                key = (cluster, str(entry.get("kind") or ""), str(entry.get("namespace") or ""),
+                       str(entry.get("name") or ""))
+                if key[1] and key[3]:
                     owners[key].add(qualified)
             for condition in as_list(app.status.get("conditions")):
                 condition = mapping(condition)
@@ -54,12 +61,12 @@ class SharedResource(Analyzer):
                 # an instance name from a tracking label is the bare name of an Application of the control plane's
                 # namespace (`NS_NAME`, written NS/NAME, for one elsewhere)
                 others = {n if "/" in n else f"{app.namespace}/{n}" for n in (found["first"], found["second"])}
-                key = _locate(ctx, found["kind"], found["name"], owners, others)
+                key = _locate(ctx, cluster, found["kind"], found["name"], owners, others)
                 owners[key] |= others
                 said[key].append((app, condition))
         for key, names in sorted(owners.items()):
             if len(names) > 1 or said.get(key):
-                yield self._finding(ctx, key, sorted(names), said.get(key, []), apps)
+                yield self._finding(ctx, key[1:], sorted(names), said.get(key, []), apps)
 
     def _finding(self, ctx: Context, key: Key, names: list[str], said: list[tuple[Obj, dict[str, object]]],
                  apps: dict[str, Obj]) -> Finding:
@@ -102,13 +109,14 @@ def _pattern() -> re.Pattern[str]:
     return next(m.pattern for m in knowledge.operation_messages() if m.id == "shared-resource")
 
 
-def _locate(ctx: Context, kind: str, name: str, owners: dict[Key, set[str]], apps: set[str]) -> Key:
-    """The (kind, namespace, name) of the object a condition names by kind and name only."""
+def _locate(ctx: Context, cluster: str, kind: str, name: str, owners: dict[Placed, set[str]],
+            apps: set[str]) -> Placed:
+    """The object a condition of an Application deploying to `cluster` names by kind and name only."""
     for key, names in owners.items():
-        if key[0] == kind and key[2] == name and names & apps:
+        if key[0] == cluster and key[1] == kind and key[3] == name and names & apps:
             return key
     found = [o for o in ctx.snap.all() if o.kind == kind and o.name == name]
-    return (kind, found[0].namespace if found else "", name)
+    return (cluster, kind, found[0].namespace if found else "", name)
 
 
 def _tracked_by(ctx: Context, obj: Obj) -> str | None:

@@ -56,7 +56,7 @@ DEFAULT_SEVERITY = {
     "progressing-forever": Severity.MEDIUM, "out-of-sync-writer": Severity.MEDIUM,
     "manifest-generation-failed": Severity.HIGH, "argocd-rbac-policy": Severity.MEDIUM,
     "cluster-credentials-expired": Severity.HIGH, "redis-unreachable": Severity.HIGH,
-    "sso-login-failed": Severity.HIGH,
+    "sso-login-failed": Severity.HIGH, "controller-sharding": Severity.MEDIUM,
 }
 """Each rule's usual severity, its `defaultConfiguration.level` (every result carries its own level)."""
 _LOCATION = re.compile(r"(?P<path>[^\s:#]+):(?P<line>\d+)(?:#\S*)?(?:\s.*)?", re.DOTALL)
