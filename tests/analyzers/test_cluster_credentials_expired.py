@@ -36,6 +36,8 @@ def test_an_expired_token_and_a_certificate_about_to_expire(tmp_path: Path) -> N
     assert sum(e["location"].endswith(".log:1") or ".log:" in e["location"] for e in expired["evidence"]) == 3
     assert "argocd cluster rotate-auth https://prod-eu.k8s.acme-logistics.example:6443" in \
            expired["remediation"]["text"]
+    assert [e["excerpt"] for e in expired["evidence"] if e["kind"] == "metric"] == [
+        "argocd_cluster_connection_status{server=https://prod-eu.k8s.acme-logistics.example:6443} 0"]
     assert soon["severity"] == "medium"
     assert soon["title"] == "Cluster staging: Argo CD's client certificate expires in 4 days"
     assert not [f for f in doc["findings"] if f["rule"] == "app-unhealthy"]

@@ -50,6 +50,8 @@ def test_the_load_is_one_finding_with_the_oom_kills_the_unfinished_renders_and_t
     assert "3 renders started and never finished: shop-api, payments-gateway, shop-search" in load["summary"]
     assert "the application controller waits 1m00s, its default" in load["summary"]
     assert "a render that took 1m32s" in load["summary"]
+    assert "9 requests were waiting for a repository lock when the metrics were read" in load["summary"]
+    assert any(e["location"] == "metrics/argocd-repo-server.prom:3" for e in load["evidence"])
     fix = load["remediation"]["text"]
     assert "controller.repo.server.timeout.seconds and server.repo.server.timeout.seconds in argocd-cmd-params-cm " \
            "to 210" in fix

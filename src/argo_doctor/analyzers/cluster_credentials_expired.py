@@ -36,7 +36,7 @@ class ClusterCredentialsExpired(Analyzer):
     id = "cluster-credentials-expired"
     title = "Managed cluster credentials expired or refused"
     signatures = ("argocd.cluster-sync-failed",)
-    needs = Needs(frozenset({"Secret", "argoproj.io/Application"}))
+    needs = Needs(frozenset({"Secret", "argoproj.io/Application"}), metrics=True)
     options: ClassVar[dict[str, str]] = {
         "warn-days": "Days before a credential's expiry from which it is reported (default 14)"}
 
@@ -53,6 +53,8 @@ class ClusterCredentialsExpired(Analyzer):
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         now = ctx.snap.reference_time
+        down = {str(m.labels.get("server") or "").rstrip("/"): m for m in ctx.snap.metrics(
+            ("argocd_cluster_connection_status",)) if m.value == 0}
         warn = timedelta(days=ctx.option(self.id, "warn-days", 14))
         for secret in ctx.snap.of_kind("Secret", ""):
             if secret.labels.get(SECRET_TYPE) != "cluster":
@@ -69,7 +71,12 @@ class ClusterCredentialsExpired(Analyzer):
             expired = [(w, t) for w, t in expiries if t <= now]
             soon = [(w, t) for w, t in expiries if now < t <= now + warn]
             if expired or conditions or lines:
-                yield self._refused(secret, facts, server, apps, conditions, lines, expired, now)
+                finding = self._refused(secret, facts, server, apps, conditions, lines, expired, now)
+                if server in down:
+                    sample = down[server]
+                    finding.evidence.append(Evidence("metric", sample.location,
+                                                     f"argocd_cluster_connection_status{{server={server}}} 0"))
+                yield finding
             elif soon:
                 yield _expiring(secret, str(facts.get("name") or server), server, apps, soon, now)
 

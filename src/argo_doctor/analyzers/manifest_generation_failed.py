@@ -68,7 +68,7 @@ class ManifestGenerationFailed(Analyzer):
     id = "manifest-generation-failed"
     title = "Manifests cannot be generated"
     signatures = ("argocd.exec-timeout", "argocd.exec-trace", "argocd.helm-template")
-    needs = Needs(frozenset({"argoproj.io/Application"}))
+    needs = Needs(frozenset({"argoproj.io/Application"}), metrics=True)
 
     def __init__(self) -> None:
         self._killed: list[LogRecord] = []
@@ -169,6 +169,17 @@ class ManifestGenerationFailed(Analyzer):
             fixes.append(f"Renders run longer than the repo-server's exec timeout ({_duration(execution)}): raise "
                          f"ARGOCD_EXEC_TIMEOUT on the repo-server (e.g. to {_duration(_above(execution))}) and keep "
                          "controller.repo.server.timeout.seconds above it, or make the render cheaper.")
+        pending = [p for p in ctx.snap.metrics(("argocd_repo_pending_request_total",)) if p.value > 0]
+        if pending:
+            waiting = int(sum(p.value for p in pending))
+            bound = timeouts.parallelism.value if timeouts.parallelism else None
+            repos = "1 repository" if len(pending) == 1 else f"{len(pending)} repositories"
+            parts.append(f"{plural(waiting, 'request')} {'was' if waiting == 1 else 'were'} waiting for a repository "
+                         f"lock when the metrics were read (argocd_repo_pending_request_total, {repos}"
+                         + (f"; reposerver.parallelism.limit is {bound}" if bound not in (None, "0", "") else "")
+                         + "): renders queue behind each other on the same repository.")
+            evidence += [Evidence("metric", p.location, f"argocd_repo_pending_request_total"
+                                  f"{{repo={p.labels.get('repo', '')}}} {p.value:g}") for p in pending[:3]]
         if any(e.cached for _, e in hit):
             parts.append(PAUSE_NOTE)
         if not oom and not nest and "repo-server-unavailable" in kinds:
