@@ -67,3 +67,19 @@ def test_an_authentication_failure_is_explained_without_a_policy(tmp_path: Path)
     [finding] = _scan(tmp_path, noauth)
     assert finding["title"] == "Argo CD repo-server cannot reach Redis (NOAUTH Authentication required)"
     assert "Redis wants a password the component does not send" in finding["summary"]
+
+
+def test_refused_calls_with_no_ready_redis_pod_say_so(tmp_path: Path) -> None:
+    def down(items: list[dict[str, Any]], bundle: Path) -> None:
+        items[:] = [i for i in items if i["metadata"]["name"] != "platform-egress-baseline"]
+        redis = next(i for i in items if i["kind"] == "Pod" and i["metadata"]["name"].startswith("argocd-redis"))
+        redis["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        redis["status"]["phase"] = "Pending"
+        log = bundle / "logs" / "argocd" / "argocd-repo-server-6f7d8c9b5-wx4rz" / "argocd-repo-server.log"
+        log.write_text(log.read_text().replace("i/o timeout", "connect: connection refused"))
+        shutil.rmtree(bundle / "logs" / "argocd" / "argocd-application-controller-0")
+    [finding] = _scan(tmp_path, down)
+    assert finding["title"] == "Argo CD repo-server cannot reach Redis (connection refused)"
+    assert "nothing listens behind the Redis Service" in finding["summary"]
+    assert "No Redis pod behind Service argocd-redis is Ready (argocd-redis-5b6c7d8f9-k2p8v: Pending)" in \
+           finding["summary"]

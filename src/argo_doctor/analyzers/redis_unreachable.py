@@ -104,6 +104,14 @@ class RedisUnreachable(Analyzer):
                 parts.append(f"The input holds no Service {host.split('.')[0]} in {comp.namespace}.")
             elif service is not None and not targets:
                 parts.append(f"Service {service.namespace}/{service.name} selects no Redis pod of the input.")
+            elif service is not None:
+                pods = [p for p in ctx.snap.of_kind("Pod", "", service.namespace) if _selected(service, p)]
+                unready = [p for p in pods if not _ready(p)]
+                if pods and len(unready) == len(pods):
+                    parts.append(f"No Redis pod behind Service {service.name} is Ready ("
+                                 + ", ".join(f"{p.name}: {p.status.get('phase') or 'unknown'}" for p in unready[:3])
+                                 + ").")
+                    evidence += [object_evidence(p, ".status.conditions", "not Ready") for p in unready[:3]]
         if not parts or ((verdict is None or verdict.allowed is not False) and not lines):
             return None
         blocked = verdict is not None and verdict.allowed is False
@@ -159,6 +167,16 @@ def _service_pods(ctx: Context, service: Obj) -> list[Pod]:
                      if p.get("name") and isinstance(p.get("containerPort"), int)}
             found.append(Pod(obj.namespace, labels, ports))
     return found
+
+
+def _selected(service: Obj, pod: Obj) -> bool:
+    selector = mapping(mapping(service.raw.get("spec")).get("selector"))
+    return bool(selector) and all(pod.labels.get(str(k)) == str(v) for k, v in selector.items())
+
+
+def _ready(pod: Obj) -> bool:
+    return any(mapping(c).get("type") == "Ready" and mapping(c).get("status") == "True"
+               for c in as_list(pod.status.get("conditions")))
 
 
 def _target_port(service: Obj | None, port: int) -> int:
