@@ -39,8 +39,8 @@ def test_the_example_s_lines_that_never_take_effect_are_named_with_why(tmp_path:
     assert "always overridden by the deny at policy.team-shop.csv line 2" in summary
     assert "payments/*, allow" not in summary  # the payments allow is wider than its deny: it does take effect
     assert denials["severity"] == "low"
-    assert "ravi@northwind.example sync applications payments/prod-db: denied by policy.csv line 7" in \
-           denials["summary"] and "role:payments-dev is held by northwind:payments" in denials["summary"]
+    assert "ravi@northwind.example sync applications payments/prod-db: if ravi@northwind.example is in " \
+           "northwind:payments, the deny at policy.csv line 7" in denials["summary"]
     assert "`p, mei@northwind.example, applications, action/apps/Deployment/restart, shop/storefront, allow` (or a " \
            "role with it) would" in denials["summary"]
 
@@ -75,3 +75,33 @@ def test_a_project_is_not_judged_without_app_projects_in_the_input(tmp_path: Pat
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     [lines] = scan_json(bundle, "--rule", RULE)["findings"]
     assert "shopping" not in lines["summary"] and lines["title"].startswith("3 RBAC policy lines")
+
+
+def test_cluster_and_repository_urls_are_no_projects_and_a_role_line_of_a_project_is_its_own(tmp_path: Path) -> None:
+    data = {"policy.csv": "p, role:ops, clusters, get, https://prod.k8s.example:6443, allow\n"
+                          "p, role:ops, repositories, get, https://github.com/acme/*, allow\ng, org:ops, role:ops"}
+    assert _scan(tmp_path / "a", data, logs=False) == []
+    bundle = tmp_path / "b" / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    shutil.rmtree(bundle / "logs")
+    path = bundle / "objects" / "argocd" / "argocd.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["items"][0]["data"] = data
+    project = next(i for i in doc["items"] if i["kind"] == "AppProject" and i["metadata"]["name"] == "payments")
+    project["spec"]["roles"][0]["policies"] = ["p, proj:payments:ci, applications, sync, payments/* allow"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    [finding] = scan_json(bundle, "--rule", RULE)["findings"]
+    assert finding["title"] == "AppProject payments has a role policy Argo CD cannot load"
+    assert finding["severity"] == "medium" and "argocd-rbac-cm" not in finding["title"]
+
+
+def test_a_config_map_key_left_empty_is_an_empty_policy(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    shutil.rmtree(bundle / "logs")
+    path = bundle / "objects" / "argocd" / "argocd.yaml"
+    text = path.read_text()
+    start = text.index("    policy.default: role:readonly")
+    end = text.index("- apiVersion: v1", start)
+    path.write_text(text[:start] + "    policy.default:\n    policy.csv:\n" + text[end:])
+    assert scan_json(bundle, "--rule", RULE)["findings"] == []

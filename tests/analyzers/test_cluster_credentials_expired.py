@@ -77,3 +77,11 @@ def test_credentials_far_from_expiry_and_without_errors_are_silent(tmp_path: Pat
     (bundle / "logs").rename(tmp_path / "logs-away")
     findings = scan_json(bundle, "--rule", RULE, "--option", "cluster-credentials-expired.warn-days=3")["findings"]
     assert findings == []
+
+
+def test_an_unknown_application_of_a_cluster_without_a_secret_stays_app_unhealthy_s(tmp_path: Path) -> None:
+    bundle, doc = _copy(tmp_path)
+    doc["items"] = [i for i in doc["items"] if i["kind"] != "Secret"]
+    _save(bundle, doc)
+    rules = {f["rule"] for f in scan_json(bundle)["findings"]}
+    assert "app-unhealthy" in rules and RULE not in rules

@@ -42,10 +42,11 @@ def test_fnv32a_is_go_s() -> None:
 
 def test_the_busiest_shard_and_a_shard_out_of_range(tmp_path: Path) -> None:
     busy, out_of_range = _scan(tmp_path)
-    assert busy["title"] == "Controller shard 0 carries 34 of 41 Applications"
-    assert "shard 0: 34 Applications, 102 resources, 1 cluster; shard 1: 0 Applications, 0 resources, 0 clusters; " \
-           "shard 2: 7 Applications, 21 resources, 2 clusters" in busy["summary"]
+    assert busy["title"] == "Controller shard 0 carries 37 of 41 Applications"
+    assert "shard 0: 37 Applications, 111 resources, 2 clusters; shard 1: 0 Applications, 0 resources, 0 clusters; " \
+           "shard 2: 4 Applications, 12 resources, 1 cluster" in busy["summary"]
     assert out_of_range["title"] == "Cluster Secret cluster-staging asks for shard 5 of 3"
+    assert 'Argo CD puts the cluster on shard 0 ("Using shard 0")' in out_of_range["summary"]
 
 
 def test_a_pinned_shard_moves_the_load_and_round_robin_spreads_it(tmp_path: Path) -> None:
@@ -53,7 +54,7 @@ def test_a_pinned_shard_moves_the_load_and_round_robin_spreads_it(tmp_path: Path
         secret = next(i for i in items if i["metadata"]["name"] == "cluster-staging")
         secret["data"]["shard"] = "MQ=="  # 1
     [busy] = _scan(tmp_path / "a", pinned)
-    assert "shard 1: 3 Applications" in busy["summary"] and "shard 2: 4 Applications" in busy["summary"]
+    assert "shard 0: 34 Applications" in busy["summary"] and "shard 1: 3 Applications" in busy["summary"]
 
     def round_robin(items: list[dict[str, Any]]) -> None:
         pinned(items)
@@ -73,6 +74,36 @@ def test_replicas_the_pods_are_not_told_and_a_cluster_nobody_handles(tmp_path: P
             'https://prod-eu.k8s.globex.example:6443"\n')
     nobody = [f for f in _scan(tmp_path / "b", log=line) if f["title"].startswith("No controller shard")]
     assert [f["title"] for f in nobody] == ["No controller shard handles cluster https://prod-eu.k8s.globex.example:6443"]
+
+
+def test_replicas_never_told_make_every_pod_process_every_cluster(tmp_path: Path) -> None:
+    def untold(items: list[dict[str, Any]]) -> None:
+        del _controller(items)["spec"]["template"]["spec"]["containers"][0]["env"][0]
+    [finding] = _scan(tmp_path, untold)
+    assert finding["severity"] == "high"
+    assert finding["title"] == "3 controller replicas, none told to shard: each processes every cluster"
+
+
+def test_round_robin_ranks_the_in_cluster_cluster_first(tmp_path: Path) -> None:
+    def round_robin(items: list[dict[str, Any]]) -> None:
+        next(i for i in items if i["kind"] == "ConfigMap")["data"]["controller.sharding.algorithm"] = "round-robin"
+        secret = next(i for i in items if i["metadata"]["name"] == "cluster-staging")
+        del secret["data"]["shard"]
+    [busy] = _scan(tmp_path, round_robin)  # uids a2c…, b7d…, c1e… after in-cluster's "": ranks 1, 2, 3
+    assert "shard 0: 3 Applications" in busy["summary"] and "shard 1: 34 Applications" in busy["summary"]
+
+
+def test_without_the_cluster_secrets_or_with_skip_reconcile_nothing_is_guessed(tmp_path: Path) -> None:
+    def no_secrets(items: list[dict[str, Any]]) -> None:
+        items[:] = [i for i in items if i["kind"] != "Secret"]
+    assert _scan(tmp_path / "a", no_secrets) == []
+
+    def skipped(items: list[dict[str, Any]]) -> None:
+        secret = next(i for i in items if i["metadata"]["name"] == "cluster-prod-eu")
+        secret["metadata"]["annotations"] = {"argocd.argoproj.io/skip-reconcile": "true"}
+    line = ('2026-11-30T14:01:02.000000001Z time="2026-11-30T14:01:02Z" level=info msg="Ignoring cluster '
+            'https://prod-eu.k8s.globex.example:6443"\n')
+    assert not [f for f in _scan(tmp_path / "b", skipped, log=line) if f["title"].startswith("No controller shard")]
 
 
 def test_one_replica_is_silent(tmp_path: Path) -> None:

@@ -39,19 +39,18 @@ def test_an_issuer_that_differs_by_a_slash_and_groups_never_requested(tmp_path: 
     assert groups["severity"] == "low" and "requests only openid, profile, email" in groups["summary"]
 
 
-def test_an_audience_mismatch_and_an_unreachable_provider(tmp_path: Path) -> None:
+def test_an_audience_mismatch_and_keys_that_cannot_be_fetched(tmp_path: Path) -> None:
     line = ('2026-11-30T13:02:19.880241016Z time="2026-11-30T13:02:19Z" level=warning msg="Failed to verify oidc '
             'token: failed to verify token: oidc: expected audience \\"0oa7k2x9mTRAVEL4d5\\" got '
             '[\\"0oa1other\\"]"\n'
-            '2026-11-30T13:03:19.880241016Z time="2026-11-30T13:03:19Z" level=error msg="Failed to initiate login '
-            'flow: failed to query provider \\"https://login.acme-travel.example/oauth2/default\\": Get '
-            '\\"https://login.acme-travel.example/oauth2/default/.well-known/openid-configuration\\": x509: '
-            'certificate signed by unknown authority"\n')
+            '2026-11-30T13:03:19.880241016Z time="2026-11-30T13:03:19Z" level=warning msg="Failed to verify oidc '
+            'token: failed to verify token: failed to verify signature: fetching keys oidc: get keys failed: Get '
+            '\\"https://login.acme-travel.example/oauth2/default/v1/keys\\": x509: certificate signed by unknown '
+            'authority"\n')
     [refused, _] = _scan(tmp_path, log=line)
     assert "the token is for audience 0oa1other, and Argo CD expects its client id 0oa7k2x9mTRAVEL4d5" in \
            refused["summary"]
-    assert "the API server cannot reach the provider's discovery or key endpoints" in refused["summary"]
-    assert "its CA in oidc.config `rootCA`" in refused["remediation"]["text"]
+    assert "Argo CD cannot check the token's signature" in refused["summary"]
 
 
 def test_sso_without_url_and_configs_that_are_fine(tmp_path: Path) -> None:
@@ -61,3 +60,17 @@ def test_sso_without_url_and_configs_that_are_fine(tmp_path: Path) -> None:
     assert no_url["title"] == "SSO is configured but argocd-cm has no url" and no_url["severity"] == "high"
     assert _scan(tmp_path / "b", {"url": "https://argocd.acme-travel.example", "oidc.config": oidc}, log="") == []
     assert _scan(tmp_path / "c", {"url": "https://argocd.acme-travel.example"}, log="") == []
+
+
+def test_groups_asked_as_an_id_token_claim_and_role_inheritance_are_no_group_grant(tmp_path: Path) -> None:
+    oidc = ("name: Azure\nissuer: https://login.microsoftonline.com/tid/v2.0\nclientID: x\n"
+            "requestedScopes: [openid, profile, email]\nrequestedIDTokenClaims: {groups: {essential: true}}\n")
+    assert _scan(tmp_path / "a", {"url": "https://argocd.acme-travel.example", "oidc.config": oidc}, log="") == []
+    bundle = tmp_path / "b" / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    path = bundle / "objects" / "argocd" / "argocd.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["items"][1]["data"]["policy.csv"] = "p, role:ci, applications, sync, */*, allow\ng, role:ci, role:readonly\n"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    (bundle / LOG).write_text("")
+    assert scan_json(bundle, "--rule", RULE)["findings"] == []

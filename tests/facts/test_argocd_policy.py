@@ -109,3 +109,13 @@ def test_inheritance_stops_at_ten_levels() -> None:
     policy = policy_of({"policy.csv": chain}, builtin=False)
     assert decide(policy, "r1", "clusters", "get", "x").allowed
     assert not decide(policy, "r0", "clusters", "get", "x").allowed
+
+
+def test_trailing_spaces_are_kept_as_go_s_csv_reader_keeps_them() -> None:
+    policy = policy_of({"policy.csv": "p, role:x , clusters, get, *, allow\ng, bob, role:x"}, builtin=False)
+    assert not decide(policy, "bob", "clusters", "get", "https://a").allowed
+
+
+def test_a_glob_of_many_stars_is_matched_without_backtracking() -> None:
+    assert not matches("*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 5000)
+    assert matches("*a*a*b", "xxaxxaxxb")

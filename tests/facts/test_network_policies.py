@@ -73,3 +73,8 @@ def test_namespace_selectors_use_the_name_label_or_say_they_cannot_tell() -> Non
 def test_an_ip_block_cannot_be_told() -> None:
     ips = {**REDIS_POLICY, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}
     assert connection(_snap(ips), DEX, REDIS, 6379).allowed is None
+
+
+def test_an_empty_egress_list_without_policy_types_isolates_ingress_only() -> None:
+    admit_all = {"podSelector": {}, "ingress": [{}], "egress": []}
+    assert connection(_snap(admit_all), DEX, REDIS, 6379).allowed is True

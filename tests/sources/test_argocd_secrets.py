@@ -84,3 +84,16 @@ def test_a_redacted_bundle_keeps_the_facts_and_reading_it_again_keeps_them() -> 
     assert written[KEY]["tokenExpiresAt"] == "2025-11-30T00:00:00Z" and token not in json.dumps(written)
     again = redact_object(json.loads(json.dumps(written)))
     assert again[KEY] == written[KEY]
+
+
+def test_odd_values_in_a_cluster_config_do_not_stop_the_redaction() -> None:
+    secret = _cluster({"execProviderConfig": {"command": "argocd-k8s-auth", "args": 5}, "bearerToken": 7})
+    written = Redactor().obj(secret)
+    assert written[KEY]["auth"] == ["execProvider"] and written[KEY]["execCommand"] == "argocd-k8s-auth"
+
+
+def test_facts_a_bundle_already_carries_are_cleaned_again() -> None:
+    forged = _cluster({})
+    forged[KEY] = {"url": "https://deploy:hunter2hunter2@git.example.com/x.git", "auth": ["bearerToken"], "x": {}}
+    facts = public_facts(forged, redact_text)
+    assert facts is not None and "hunter2" not in facts["url"] and "x" not in facts

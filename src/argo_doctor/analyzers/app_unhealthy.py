@@ -27,13 +27,14 @@ from argo_doctor.analyzers.common import (
     workflow_evidence,
     workflow_fix,
 )
-from argo_doctor.facts.clusters import refused_conditions
+from argo_doctor.facts.clusters import cluster_secrets, destination_server, refused_conditions, servers_by_name
 from argo_doctor.facts.inventory import holds, not_collected
 from argo_doctor.facts.manifests import generation_errors
 from argo_doctor.facts.workflows import FAILED_PHASES, FailedNode, failed_nodes, is_workflow
 from argo_doctor.health import Health, HealthStatus
 from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
+from argo_doctor.sources.argocd_secrets import KEY
 from argo_doctor.sources.objects import as_list, mapping, split_api_version
 from argo_doctor.timeutil import parse_time
 
@@ -70,6 +71,9 @@ class AppUnhealthy(Analyzer):
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         """One finding per unhealthy Application."""
+        servers = servers_by_name(ctx.snap)
+        secret_servers = {str(mapping(s.raw.get(KEY)).get("server") or "").rstrip("/")
+                          for s in cluster_secrets(ctx.snap)}
         for app in ctx.snap.applications():
             if app.meta.get("deletionTimestamp"):  # being deleted: app-deletion-stuck says what holds it, never "sync"
                 continue
@@ -81,8 +85,9 @@ class AppUnhealthy(Analyzer):
                 status = HealthStatus(raw_status)
             except ValueError:
                 status = HealthStatus.UNKNOWN
-            if status == HealthStatus.UNKNOWN and (generation_errors(app) or refused_conditions(app)):
-                continue  # manifest-generation-failed or cluster-credentials-expired says why
+            if status == HealthStatus.UNKNOWN and (generation_errors(app) or (
+                    refused_conditions(app) and destination_server(app, servers) in secret_servers)):
+                continue  # manifest-generation-failed, or cluster-credentials-expired for a cluster Secret, says why
             yield self._finding(ctx, app, status, str(health.get("message") or "") if isinstance(health, dict) else "")
 
     def _culprits(self, ctx: Context, app: Obj) -> Iterator[Culprit]:

@@ -17,7 +17,6 @@ from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
 from argo_doctor.facts.argocd_policy import (
     ACTIONS,
     BUILTIN_ROLES,
-    PROJECT_SCOPED,
     RESOURCES,
     Line,
     Policy,
@@ -25,12 +24,15 @@ from argo_doctor.facts.argocd_policy import (
     matches,
     policy_of,
 )
+from argo_doctor.facts.installation import config_data
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
 
 DOCS = ("https://argo-cd.readthedocs.io/en/stable/operator-manual/rbac/",)
 GLOB = re.compile(r"[*?\[{\\]")
+APP_SCOPED = frozenset({"applications", "applicationsets", "logs", "exec"})
+"""Resources whose object starts with a project (clusters and repositories are URLs, or project/URL)."""
 MAX_DENIALS = 20
 """Distinct denied requests kept."""
 
@@ -60,10 +62,11 @@ class ArgocdRbacPolicy(Analyzer):
         if cm is None:
             return
         projects = ctx.snap.of_kind("AppProject", "argoproj.io")
-        data = {str(k): str(v) for k, v in dict(cm.raw.get("data") or {}).items()}
+        data = config_data(cm)
         policy = policy_of(data, projects)
-        if policy.errors:
+        if [e for e in policy.errors if e[0].origin.startswith("policy.")]:
             yield _unloadable(cm, policy)
+        yield from _project_errors(projects, policy)
         yield from _ineffective(cm, policy, {p.name for p in projects} if projects else None)
         if self._denied:
             yield _denials(cm, policy, self._denied)
@@ -76,24 +79,47 @@ def _where(cm: Obj, line: Line) -> Evidence:
 
 
 def _unloadable(cm: Obj, policy: Policy) -> Finding:
-    """Lines Argo CD cannot load: the user policy is refused as a whole."""
-    shown = "; ".join(f"{line.origin} line {line.number} `{line.text}`: {why}" for line, why in policy.errors[:3])
-    fixes = [f"`{_mended(line.text)}`" for line, _ in policy.errors if _mended(line.text)]
+    """Lines of argocd-rbac-cm Argo CD cannot load: the user policy is refused as a whole."""
+    errors = [e for e in policy.errors if e[0].origin.startswith("policy.")]
+    shown = "; ".join(f"{line.origin} line {line.number} `{line.text}`: {why}" for line, why in errors[:3])
+    fixes = [f"`{_mended(line.text)}`" for line, _ in errors if _mended(line.text)]
     return Finding(
         rule="argocd-rbac-policy",
         severity=Severity.HIGH,
-        title=f"argocd-rbac-cm holds {plural(len(policy.errors), 'line')} Argo CD cannot load",
+        title=f"argocd-rbac-cm holds {plural(len(errors), 'line')} Argo CD cannot load",
         summary=(f"Argo CD cannot load the RBAC policy of {cm.namespace}/{cm.name}: {shown}. A policy with such a line "
                  "is refused whole (\"invalid RBAC policy\"): the API server fails to start with it, or keeps logging "
                  "the error on every change, and none of the ConfigMap's grants can be trusted until it is mended."),
         objects=[cm.ref],
-        evidence=[_where(cm, line) for line, _ in policy.errors[:5]],
+        evidence=[_where(cm, line) for line, _ in errors[:5]],
         remediation=Remediation(
             text="Mend each line (six fields for p: subject, resource, action, object, effect; three for g)"
                  + (f": {', '.join(fixes)}" if fixes else "") + ", then check the whole policy with "
                  "`argocd admin settings rbac validate`.",
             command=f"argocd admin settings rbac validate --namespace {cm.namespace}", docs=DOCS),
     )
+
+
+def _project_errors(projects: list[Obj], policy: Policy) -> Iterable[Finding]:
+    """AppProject role lines Argo CD cannot load: requests about that project are then judged without its roles."""
+    for project in projects:
+        origin = f"AppProject {project.name} role "
+        errors = [(line, why) for line, why in policy.errors if line.origin.startswith(origin)]
+        if not errors:
+            continue
+        line, why = errors[0]
+        yield Finding(
+            rule="argocd-rbac-policy",
+            severity=Severity.MEDIUM,
+            title=f"AppProject {project.name} has a role policy Argo CD cannot load",
+            summary=(f"{line.origin} line {line.number} `{line.text}`: {why}. Argo CD then loads no role of project "
+                     f"{project.name} (\"Failed to load project '{project.name}' policy\") and judges requests about "
+                     "it by the global policy alone: tokens of the project's roles are refused."),
+            objects=[project.ref],
+            evidence=[object_evidence(project, ".spec.roles", f"{line.origin}: {line.text}")],
+            remediation=Remediation(text="Mend the line: `p, proj:<project>:<role>, <resource>, <action>, "
+                                         "<project>/<object>, allow|deny`.",
+                                    command=f"argocd proj role list {project.name}", docs=DOCS))
 
 
 def _mended(text: str) -> str:
@@ -124,7 +150,7 @@ def _ineffective(cm: Obj, policy: Policy, projects: set[str] | None) -> Iterable
         elif not GLOB.search(rule.action.split("/", 1)[0]) and rule.action.split("/", 1)[0] not in ACTIONS:
             problems.append((rule.line, f"action {rule.action!r} is not one Argo CD checks ({', '.join(ACTIONS)})"))
         project = rule.obj.split("/", 1)[0]
-        if (projects is not None and rule.resource in PROJECT_SCOPED and "/" in rule.obj
+        if (projects is not None and rule.resource in APP_SCOPED and "/" in rule.obj and "://" not in rule.obj
                 and not GLOB.search(project) and project not in projects and policy.match_mode == "glob"):
             problems.append((rule.line, f"project {project!r} is not among the input's AppProjects "
                                         f"({', '.join(sorted(projects)) or 'none'})"))
@@ -171,12 +197,13 @@ def _why_denied(policy: Policy, subject: str, resource: str, action: str, obj: s
     if decision.allowed:
         return "the policy here allows it (it changed since, or the request came with another token)"
     others = policy.matching(resource, action, obj)
-    denies = [r for r in others if r.effect == "deny"]
+    denies = [r for r in others if r.effect == "deny" and policy.holders(r.subject)]
     if denies:
         rule = denies[0]
-        held = ", ".join(policy.holders(rule.subject)) or "no g line"
-        return (f"denied by {rule.line.origin} line {rule.line.number} (`{rule.line.text}`; {rule.subject} is held by "
-                f"{held}): an allow cannot override a deny, so narrow the deny if the request should pass")
+        held = ", ".join(policy.holders(rule.subject))
+        return (f"if {subject} is in {held}, the deny at {rule.line.origin} line {rule.line.number} "
+                f"(`{rule.line.text}`) decided it: an allow cannot override a deny, so narrow the deny if the request "
+                "should pass")
     allows = [r for r in others if r.effect == "allow" and not r.line.origin.startswith("built-in")]
     if allows:
         rule = allows[0]

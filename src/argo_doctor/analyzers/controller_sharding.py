@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
-from argo_doctor.facts.clusters import cluster_secrets, destination_server, servers_by_name
-from argo_doctor.facts.installation import CONTAINER_HINTS, main_container, resolve
+from argo_doctor.facts.clusters import IN_CLUSTER, cluster_secrets, destination_server, servers_by_name
+from argo_doctor.facts.installation import CONTAINER_HINTS, main_container, resolve, secrets_in_input
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.argocd_secrets import KEY
@@ -27,6 +27,8 @@ from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_int, as_list, mapping
 
 DOCS = ("https://argo-cd.readthedocs.io/en/stable/operator-manual/high_availability/#argocd-application-controller",)
+SKIP_RECONCILE = "argocd.argoproj.io/skip-reconcile"
+"""A cluster Secret annotated so is ignored by every shard on purpose (controller/sharding/cache.go)."""
 SKEW = 2.0
 """A shard holding this many times its fair share of Applications (and most of them) is reported."""
 
@@ -75,7 +77,26 @@ class ControllerSharding(Analyzer):
         told = resolve(ctx.snap, container, None, "ARGOCD_CONTROLLER_REPLICAS", None)
         algorithm = resolve(ctx.snap, container, "sharding-method", "ARGOCD_CONTROLLER_SHARDING_ALGORITHM", "legacy")
         dynamic = resolve(ctx.snap, container, None, "ARGOCD_ENABLE_DYNAMIC_CLUSTER_DISTRIBUTION", "false")
-        if told.value and told.value.isdigit() and int(told.value) != replicas and dynamic.value != "true":
+        if dynamic.value == "true":
+            return  # the Deployment's replicas and a shard ConfigMap decide: not computed here
+        told_count = _count(told.value)
+        if replicas >= 2 and told.known and told_count is None:
+            yield Finding(
+                rule=self.id, severity=Severity.HIGH,
+                title=f"{replicas} controller replicas, none told to shard: each processes every cluster",
+                summary=(f"{workload.kind} {workload.namespace}/{workload.name} runs {plural(replicas, 'replica')} "
+                         "without ARGOCD_CONTROLLER_REPLICAS: each pod then takes itself for the only one "
+                         "(\"Processing all cluster shards\") and reconciles and syncs every Application, so they work "
+                         "the same clusters twice and their syncs overlap."),
+                objects=[workload.ref],
+                evidence=[object_evidence(workload, ".spec.replicas", f"replicas: {replicas}"), *told.evidence],
+                remediation=Remediation(
+                    text=f"Set ARGOCD_CONTROLLER_REPLICAS to {replicas} on the controller (the two must change "
+                         "together), or scale it to one replica.",
+                    command=f"kubectl -n {workload.namespace} set env {workload.kind.lower()}/{workload.name} "
+                            f"ARGOCD_CONTROLLER_REPLICAS={replicas}", docs=DOCS))
+            return
+        if told_count is not None and told_count != replicas:
             yield Finding(
                 rule=self.id, severity=Severity.HIGH,
                 title=f"Controller shards disagree: {replicas} replicas, ARGOCD_CONTROLLER_REPLICAS={told.value}",
@@ -91,10 +112,12 @@ class ControllerSharding(Analyzer):
                     command=f"kubectl -n {workload.namespace} set env {workload.kind.lower()}/{workload.name} "
                             f"ARGOCD_CONTROLLER_REPLICAS={replicas}", docs=DOCS))
         pods = {p.name for p in controller.pods}
+        skipped = {str(mapping(s.raw.get(KEY)).get("server") or "").rstrip("/") for s in cluster_secrets(ctx.snap)
+                   if s.annotations.get(SKIP_RECONCILE, "").lower() == "true"}
         for server, lines in self._ignored.items():
-            if pods and pods <= set(lines):
+            if pods and pods <= set(lines) and server not in skipped:
                 yield _nobody(workload, server, list(lines.values()))
-        if replicas < 2 or dynamic.value == "true":
+        if replicas < 2 or told_count != replicas:
             return
         yield from _balance(ctx, workload, replicas, str(algorithm.value or "legacy"), algorithm.evidence)
 
@@ -116,9 +139,13 @@ def _balance(ctx: Context, workload: Obj, replicas: int, algorithm: str,
     """Shard assignments (legacy, round-robin) with their load; one finding for explicit shards out of range and one
     for a shard that carries most of the load."""
     secrets = cluster_secrets(ctx.snap)
+    if not secrets_in_input(ctx.snap, workload.namespace):
+        return  # where each cluster goes depends on its Secret
     by_server = {str(mapping(s.raw.get(KEY)).get("server") or "").rstrip("/"): s for s in secrets}
     names = servers_by_name(ctx.snap)
     ranked = sorted(s.uid or "" for s in secrets)
+    if IN_CLUSTER not in by_server and ctx.snap.settings.cm.get("cluster.inClusterEnabled", "true") != "false":
+        ranked.insert(0, "")  # ListClusters adds the in-cluster cluster, id "", when no Secret describes it
     shards = [_Shard() for _ in range(replicas)]
     out_of_range = []
     if algorithm not in ("legacy", "round-robin"):
@@ -128,6 +155,8 @@ def _balance(ctx: Context, workload: Obj, replicas: int, algorithm: str,
     for app in ctx.snap.applications():
         server = destination_server(app, names)
         secret = by_server.get(server)
+        if secret is None and server != IN_CLUSTER:
+            return  # a destination the input has no Secret of: its shard is not known
         number, ignored = _shard_of(secret, algorithm, replicas, ranked)
         if ignored and secret is not None and secret not in out_of_range:
             out_of_range.append(secret)
@@ -143,7 +172,7 @@ def _balance(ctx: Context, workload: Obj, replicas: int, algorithm: str,
             title=f"Cluster Secret {secret.name} asks for shard {facts.get('shard')} of {replicas}",
             summary=(f"Cluster Secret {secret.namespace}/{secret.name} ({facts.get('server')}) sets shard "
                      f"{facts.get('shard')}, and the controller runs {plural(replicas, 'replica')} (shards 0 to "
-                     f"{replicas - 1}): Argo CD ignores the value and assigns the cluster by its algorithm."),
+                     f"{replicas - 1}): Argo CD puts the cluster on shard 0 (\"Using shard 0\")."),
             objects=[secret.ref, workload.ref],
             evidence=[object_evidence(secret, f".{KEY}.shard", f"shard {facts.get('shard')}"),
                       object_evidence(workload, ".spec.replicas", f"replicas: {replicas}")],
@@ -169,14 +198,19 @@ def _balance(ctx: Context, workload: Obj, replicas: int, algorithm: str,
                      " instead.", docs=DOCS))
 
 
+def _count(text: str | None) -> int | None:
+    """A non-negative integer setting, None when absent or not one."""
+    text = (text or "").strip()
+    return int(text) if text.isdecimal() and text.isascii() else None
+
+
 def _shard_of(secret: Obj | None, algorithm: str, replicas: int, ranked: list[str]) -> tuple[int, bool]:
     """The shard of a destination's cluster (0 for one without a Secret), and whether its Secret names a shard out
     of range (which Argo CD ignores for the algorithm's)."""
     if secret is None:
         return 0, False
-    given = str(mapping(secret.raw.get(KEY)).get("shard") or "").strip()
-    if given.isdigit() and int(given) < replicas:
-        return int(given), False
+    given = _count(str(mapping(secret.raw.get(KEY)).get("shard") or ""))
+    if given is not None:
+        return (given, False) if given < replicas else (0, True)  # out of range: "Using shard 0" (cache.go)
     uid = secret.uid or ""
-    computed = (fnv32a(uid) % replicas if uid else 0) if algorithm == "legacy" else ranked.index(uid) % replicas
-    return computed, given.isdigit()
+    return (fnv32a(uid) % replicas if uid else 0) if algorithm == "legacy" else ranked.index(uid) % replicas, False

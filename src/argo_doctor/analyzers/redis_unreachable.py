@@ -76,13 +76,13 @@ class RedisUnreachable(Analyzer):
 
     def _check(self, ctx: Context, comp: InstalledComponent, host: str, port: int, service: Obj | None,
                lines: list[tuple[LogRecord, str]]) -> Finding | None:
-        source = Pod(comp.namespace, _template_labels(comp))
+        source = Pod(comp.namespace, _pod_labels(ctx, comp))
         targets = _service_pods(ctx, service) if service is not None else []
         evidence: list[Evidence] = [log_evidence(r) for r, _ in lines]
         parts: list[str] = []
         blocking: tuple[Obj, ...] = ()
         verdict = None
-        for target in targets:
+        for target in targets if source.labels else []:  # unknown labels: which policies select it is not known
             verdict = connection(ctx.snap, source, target, _target_port(service, port),
                                  (f"the {comp.component}'s pods", "Redis's pods"))
             if verdict.allowed is not True:
@@ -188,14 +188,16 @@ def _target_port(service: Obj | None, port: int) -> int:
     return port
 
 
-def _template_labels(comp: InstalledComponent) -> dict[str, str]:
+def _pod_labels(ctx: Context, comp: InstalledComponent) -> dict[str, str]:
+    """The labels of the component's pods: its workload's template, else a pod of the input; {} when unknown."""
     if comp.workload is not None:
         spec = mapping(comp.workload.raw.get("spec"))
         labels = mapping(mapping(mapping(spec.get("template")).get("metadata")).get("labels"))
         if labels:
             return {str(k): str(v) for k, v in labels.items()}
-        return dict(comp.workload.labels)
-    return {}
+    found = next((c for c in ctx.snap.components if c.name == comp.component and c.namespace == comp.namespace
+                  and c.pods), None)
+    return dict(found.pods[0].labels) if found is not None else {}
 
 
 def _name_label(pod: Pod) -> str:

@@ -2,7 +2,7 @@
 
 `oidc.config` or `dex.config` in argocd-cm, against `url` (from which Argo CD builds its redirect URL and Dex's
 issuer) and the API server's log: `Failed to verify oidc token` (another issuer, another audience, an expired token,
-a signature it cannot check) and `Failed to initiate login flow` (the provider cannot be reached). A policy that
+a signature it cannot check, keys it cannot fetch). A policy that
 grants by group while the OIDC config does not ask for a groups claim is said at low severity: some providers send
 groups anyway.
 """
@@ -17,9 +17,11 @@ import yaml
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence
+from argo_doctor.facts.installation import config_data
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
+from argo_doctor.sources.objects import as_list, mapping
 
 MAX_LINES = 3
 DOCS = ("https://argo-cd.readthedocs.io/en/stable/operator-manual/user-management/",)
@@ -44,7 +46,7 @@ class SsoLoginFailed(Analyzer):
 
     id = "sso-login-failed"
     title = "Single sign-on fails"
-    signatures = ("argocd.oidc-verify-failed", "argocd.oidc-login-failed")
+    signatures = ("argocd.oidc-verify-failed",)
     needs = Needs(frozenset({"ConfigMap"}))
 
     def __init__(self) -> None:
@@ -60,7 +62,7 @@ class SsoLoginFailed(Analyzer):
         cm = next((c for c in ctx.snap.of_kind("ConfigMap", "") if c.name == "argocd-cm"), None)
         if cm is None:
             return
-        data = {str(k): str(v) for k, v in dict(cm.raw.get("data") or {}).items()}
+        data = config_data(cm)
         oidc, dex = _yaml(data.get("oidc.config")), _yaml(data.get("dex.config"))
         if not oidc and not dex:
             return
@@ -135,20 +137,26 @@ def _failed_logins(cm: Obj, oidc: dict[str, Any], url: str, lines: list[tuple[Lo
     )
 
 
+def _group_like(line: str) -> bool:
+    """A `g` line whose member reads like an IdP group (`org:team`), not a role or a project role."""
+    parts = [p.strip() for p in line.split(",")]
+    return len(parts) == 3 and ":" in parts[1] and not parts[1].startswith(("role:", "proj:"))
+
+
 def _groups_not_requested(ctx: Context, cm: Obj, oidc: dict[str, Any]) -> Iterable[Finding]:
     """A policy that grants by group while OIDC does not ask for the groups claim."""
-    if not oidc or "requestedScopes" not in oidc:
-        return
-    scopes = [str(s) for s in oidc.get("requestedScopes") or []]
+    if not oidc or "requestedScopes" not in oidc or "groups" in mapping(oidc.get("requestedIDTokenClaims")):
+        return  # the default scopes, or an ID token claim asked for by name (Azure), carry groups
+    scopes = [str(s) for s in as_list(oidc.get("requestedScopes"))]
     rbac = next((c for c in ctx.snap.of_kind("ConfigMap", "", cm.namespace) if c.name == "argocd-rbac-cm"), None)
     if rbac is None or "groups" in scopes:
         return
-    data = {str(k): str(v) for k, v in dict(rbac.raw.get("data") or {}).items()}
-    claim = _yaml(f"s: {data.get('scopes') or '[groups]'}").get("s") or ["groups"]
+    data = config_data(rbac)
+    claim = [str(c) for c in as_list(_yaml(f"s: {data.get('scopes') or '[groups]'}").get("s"))] or ["groups"]
     if "groups" not in claim:
         return
     grouped = [line.strip() for key, text in data.items() if key.startswith("policy.") and key.endswith(".csv")
-               for line in text.splitlines() if line.strip().startswith("g,") and ":" in line.split(",")[1]]
+               for line in text.splitlines() if line.strip().startswith("g,") and _group_like(line)]
     if not grouped:
         return
     yield Finding(

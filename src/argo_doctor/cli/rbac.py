@@ -14,6 +14,7 @@ from argo_doctor.cli.common import live_args, live_options, option_file, snapsho
 from argo_doctor.cli.group import errors_to_exit, main
 from argo_doctor.errors import ConfigError
 from argo_doctor.facts.argocd_policy import Decision, Policy, decide, policy_of
+from argo_doctor.facts.installation import config_data
 from argo_doctor.model import Needs
 from argo_doctor.report.json import encode
 
@@ -74,7 +75,7 @@ def can(subject: str, action: str, resource: str, obj: str, policy_file: Path | 
             cm = next((c for c in snap.of_kind("ConfigMap", "") if c.name == "argocd-rbac-cm"), None)
             if cm is None:
                 raise ConfigError("no argocd-rbac-cm ConfigMap in the input: give it with --policy-file")
-            data = {str(k): str(v) for k, v in dict(cm.raw.get("data") or {}).items()}
+            data = config_data(cm)
             policy = policy_of(data, snap.of_kind("AppProject", "argoproj.io"), builtin=use_builtin_policy)
         if default_role is not None:
             policy.default_role = default_role
@@ -98,7 +99,7 @@ def _policy_data(raw: bytes, path: Path) -> dict[str, str]:
         data = doc.get("data")
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the ConfigMap has no data")
-        return {str(k): str(v) for k, v in data.items()}
+        return {str(k): "" if v is None else str(v) for k, v in data.items()}
     return {"policy.csv": text}
 
 

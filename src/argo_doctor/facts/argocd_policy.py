@@ -82,7 +82,7 @@ class Policy:
                 continue
             line = Line(origin, first_line + offset, stripped)
             try:
-                tokens = [t.strip() for t in next(csv.reader([stripped], skipinitialspace=True))]
+                tokens = next(csv.reader([stripped], skipinitialspace=True))  # trailing spaces kept, as Go's reader
             except (csv.Error, StopIteration) as exc:
                 self.errors.append((line, f"error parsing policy line: {exc}"))
                 continue
@@ -177,48 +177,94 @@ def policy_of(data: Mapping[str, str], projects: Iterable[Obj] = (), builtin: bo
     return policy
 
 
+MAX_ALTERNATIVES = 64
+"""Patterns a glob's `{a,b}` alternatives expand to, at most (more: the glob matches nothing here)."""
+Unit = tuple[str, str]
+"""One element of a glob: ("*", ""), ("?", ""), ("c", the character) or ("[", the class body)."""
+
+
 @cache
-def _glob(pattern: str) -> re.Pattern[str] | None:
-    """A gobwas glob without separators as a regular expression: `*` any run, `?` one character, `[…]`/`[!…]`
-    classes, `{a,b}` alternatives, `\\` escapes; None for a pattern gobwas would not compile (it then matches
-    nothing)."""
-    out, depth, i = [], 0, 0
+def _glob(pattern: str) -> tuple[tuple[Unit, ...], ...] | None:
+    """A gobwas glob without separators, read as its alternatives (`{a,b}` expanded), each a sequence of units:
+    `*` any run, `?` one character, `[…]`/`[!…]` a class, `\\` an escape; None for a pattern gobwas would not
+    compile (it then matches nothing)."""
+    alternatives: list[list[Unit]] = [[]]
+    stack: list[tuple[list[list[Unit]], list[list[Unit]]]] = []  # (before the group, branches done so far)
+    i = 0
     while i < len(pattern):
         char = pattern[i]
         if char == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        if char == "*":
-            out.append(".*")
+            unit: Unit | None = ("c", pattern[i + 1])
+            i += 1
+        elif char == "*":
+            unit = ("*", "")
         elif char == "?":
-            out.append(".")
+            unit = ("?", "")
         elif char == "[":
             end = pattern.find("]", i + 1)
             if end == -1:
                 return None
-            body = pattern[i + 1:end]
-            negate = body.startswith("!")
-            body = body[1:] if negate else body
-            out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
-            i = end
+            unit, i = ("[", pattern[i + 1:end]), end
         elif char == "{":
-            depth += 1
-            out.append("(?:")
-        elif char == "}" and depth:
-            depth -= 1
-            out.append(")")
-        elif char == "," and depth:
-            out.append("|")
+            stack.append((alternatives, []))
+            alternatives, unit = [[]], None
+        elif char == "," and stack:
+            stack[-1][1].extend(alternatives)
+            alternatives, unit = [[]], None
+        elif char == "}" and stack:
+            before, branches = stack.pop()
+            branches = [*branches, *alternatives]
+            alternatives, unit = [[*b, *x] for b in before for x in branches], None
+            if len(alternatives) > MAX_ALTERNATIVES:
+                return None
         else:
-            out.append(re.escape(char))
+            unit = ("c", char)
+        if unit is not None:
+            for alternative in alternatives:
+                if not (unit[0] == "*" and alternative and alternative[-1][0] == "*"):
+                    alternative.append(unit)
         i += 1
-    if depth:
+    if stack:
         return None
-    try:
-        return re.compile("".join(out) + r"\Z", re.S)
-    except re.error:
-        return None
+    return tuple(tuple(a) for a in alternatives)
+
+
+def _one(unit: Unit, char: str) -> bool:
+    kind, body = unit
+    if kind == "?":
+        return True
+    if kind == "c":
+        return body == char
+    negate = body.startswith("!")
+    body = body[1:] if negate else body
+    inside, k = False, 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            inside = inside or body[k] <= char <= body[k + 2]
+            k += 3
+        else:
+            inside = inside or body[k] == char
+            k += 1
+    return inside != negate
+
+
+def _match_units(units: tuple[Unit, ...], value: str) -> bool:
+    """Glob units against a text, by the usual two-pointer walk: linear in practice, never exponential."""
+    u = v = 0
+    star, mark = -1, 0
+    while v < len(value):
+        if u < len(units) and units[u][0] != "*" and _one(units[u], value[v]):
+            u, v = u + 1, v + 1
+        elif u < len(units) and units[u][0] == "*":
+            star, mark, u = u, v, u + 1
+        elif star >= 0:
+            mark += 1
+            u, v = star + 1, mark
+        else:
+            return False
+    while u < len(units) and units[u][0] == "*":
+        u += 1
+    return u == len(units)
 
 
 def matches(pattern: str, value: str, mode: str = "glob") -> bool:
@@ -228,8 +274,8 @@ def matches(pattern: str, value: str, mode: str = "glob") -> bool:
             return re.search(pattern, value) is not None
         except re.error:
             return False
-    compiled = _glob(pattern)
-    return compiled is not None and compiled.match(value) is not None
+    alternatives = _glob(pattern)
+    return alternatives is not None and any(_match_units(units, value) for units in alternatives)
 
 
 def _enforce(policy: Policy, subject: str, resource: str, action: str, obj: str) -> Decision:

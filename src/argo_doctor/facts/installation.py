@@ -199,8 +199,8 @@ def secret_keys(secret: Obj) -> set[str]:
 
 
 def config_data(cm: Obj) -> dict[str, str]:
-    """A ConfigMap's `data` as strings."""
-    return {str(k): str(v) for k, v in mapping(cm.raw.get("data")).items()}
+    """A ConfigMap's `data` as strings (a key left empty in a manifest, null, as "")."""
+    return {str(k): "" if v is None else str(v) for k, v in mapping(cm.raw.get("data")).items()}
 
 
 def _truthy(value: str | None) -> bool:

@@ -43,7 +43,7 @@ def _types(policy: Obj) -> set[str]:
     declared = {str(t) for t in as_list(spec.get("policyTypes"))}
     if declared:
         return declared
-    return {"Ingress", *(("Egress",) if "egress" in spec else ())}
+    return {"Ingress", *(("Egress",) if as_list(spec.get("egress")) else ())}  # API defaulting: egress rules given
 
 
 def _selects(policy: Obj, pod: Pod) -> bool:

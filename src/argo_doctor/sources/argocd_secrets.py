@@ -29,8 +29,9 @@ def public_facts(obj: dict[str, Any], clean: Callable[[str], str]) -> dict[str, 
     kind = labels.get(SECRET_TYPE) if isinstance(labels, dict) else None
     if kind not in TYPES:
         return None
-    if isinstance(obj.get(KEY), dict):
-        return dict(obj[KEY])
+    if isinstance(obj.get(KEY), dict):  # a bundle redacted before: its facts, cleaned again, never trusted raw
+        return {str(k): clean(v) if isinstance(v, str) else [clean(str(x)) for x in v] if isinstance(v, list) else v
+                for k, v in obj[KEY].items() if isinstance(v, str | list | int | bool)}
     facts: dict[str, Any] = {}
     for key in FIELDS:
         value = _plain(obj, key)
@@ -83,8 +84,9 @@ def _cluster_auth(config_text: str, clean: Callable[[str], str]) -> dict[str, An
     exec_config = config.get("execProviderConfig")
     if isinstance(exec_config, dict):
         auth.append("execProvider")
+        args = exec_config.get("args")
         facts["execCommand"] = clean(" ".join(str(p) for p in [exec_config.get("command") or "",
-                                                                 *(exec_config.get("args") or [])] if p))
+                                                                 *(args if isinstance(args, list) else [])] if p))
     aws = config.get("awsAuthConfig")
     if isinstance(aws, dict):
         auth.append("awsAuthConfig")
