@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
 from argo_doctor.facts.clusters import IN_CLUSTER, cluster_secrets, destination_server, servers_by_name
-from argo_doctor.facts.installation import CONTAINER_HINTS, main_container, resolve, secrets_in_input
+from argo_doctor.facts.installation import CONTAINER_HINTS, Setting, main_container, resolve, secrets_in_input
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.argocd_secrets import KEY
@@ -81,36 +81,18 @@ class ControllerSharding(Analyzer):
             return  # the Deployment's replicas and a shard ConfigMap decide: not computed here
         told_count = _count(told.value)
         if replicas >= 2 and told.known and told_count is None:
-            yield Finding(
-                rule=self.id, severity=Severity.HIGH,
-                title=f"{replicas} controller replicas, none told to shard: each processes every cluster",
-                summary=(f"{workload.kind} {workload.namespace}/{workload.name} runs {plural(replicas, 'replica')} "
-                         "without ARGOCD_CONTROLLER_REPLICAS: each pod then takes itself for the only one "
-                         "(\"Processing all cluster shards\") and reconciles and syncs every Application, so they work "
-                         "the same clusters twice and their syncs overlap."),
-                objects=[workload.ref],
-                evidence=[object_evidence(workload, ".spec.replicas", f"replicas: {replicas}"), *told.evidence],
-                remediation=Remediation(
-                    text=f"Set ARGOCD_CONTROLLER_REPLICAS to {replicas} on the controller (the two must change "
-                         "together), or scale it to one replica.",
-                    command=f"kubectl -n {workload.namespace} set env {workload.kind.lower()}/{workload.name} "
-                            f"ARGOCD_CONTROLLER_REPLICAS={replicas}", docs=DOCS))
+            yield _replicas_told(workload, replicas, told, (
+                f"{replicas} controller replicas, none told to shard: each processes every cluster",
+                "without ARGOCD_CONTROLLER_REPLICAS: each pod then takes itself for the only one (\"Processing all "
+                "cluster shards\") and reconciles and syncs every Application, so they work the same clusters twice "
+                "and their syncs overlap", "or scale it to one replica"))
             return
         if told_count is not None and told_count != replicas:
-            yield Finding(
-                rule=self.id, severity=Severity.HIGH,
-                title=f"Controller shards disagree: {replicas} replicas, ARGOCD_CONTROLLER_REPLICAS={told.value}",
-                summary=(f"{workload.kind} {workload.namespace}/{workload.name} runs {plural(replicas, 'replica')} but "
-                         f"tells them there are {told.value} (ARGOCD_CONTROLLER_REPLICAS, {told.source}): each pod "
-                         "computes the clusters it owns from that number, so clusters are processed twice or by "
-                         "nobody."),
-                objects=[workload.ref],
-                evidence=[object_evidence(workload, ".spec.replicas", f"replicas: {replicas}"), *told.evidence],
-                remediation=Remediation(
-                    text=f"Set ARGOCD_CONTROLLER_REPLICAS to {replicas} (or scale the {workload.kind} to "
-                         f"{told.value}); the two must always change together.",
-                    command=f"kubectl -n {workload.namespace} set env {workload.kind.lower()}/{workload.name} "
-                            f"ARGOCD_CONTROLLER_REPLICAS={replicas}", docs=DOCS))
+            yield _replicas_told(workload, replicas, told, (
+                f"Controller shards disagree: {replicas} replicas, ARGOCD_CONTROLLER_REPLICAS={told.value}",
+                f"but tells them there are {told.value} (ARGOCD_CONTROLLER_REPLICAS, {told.source}): each pod "
+                "computes the clusters it owns from that number, so clusters are processed twice or by nobody",
+                f"or scale the {workload.kind} to {told.value}"))
         pods = {p.name for p in controller.pods}
         skipped = {str(mapping(s.raw.get(KEY)).get("server") or "").rstrip("/") for s in cluster_secrets(ctx.snap)
                    if s.annotations.get(SKIP_RECONCILE, "").lower() == "true"}
@@ -120,6 +102,22 @@ class ControllerSharding(Analyzer):
         if replicas < 2 or told_count != replicas:
             return
         yield from _balance(ctx, workload, replicas, str(algorithm.value or "legacy"), algorithm.evidence)
+
+
+def _replicas_told(workload: Obj, replicas: int, told: Setting, words: tuple[str, str, str]) -> Finding:
+    """The controller's replicas against what its pods are told (ARGOCD_CONTROLLER_REPLICAS): title, what happens,
+    and the other way out."""
+    title, happens, other = words
+    return Finding(
+        rule="controller-sharding", severity=Severity.HIGH, title=title,
+        summary=f"{workload.kind} {workload.namespace}/{workload.name} runs {plural(replicas, 'replica')} {happens}.",
+        objects=[workload.ref],
+        evidence=[object_evidence(workload, ".spec.replicas", f"replicas: {replicas}"), *told.evidence],
+        remediation=Remediation(
+            text=f"Set ARGOCD_CONTROLLER_REPLICAS to {replicas} on the controller ({other}); the two must always "
+                 "change together.",
+            command=f"kubectl -n {workload.namespace} set env {workload.kind.lower()}/{workload.name} "
+                    f"ARGOCD_CONTROLLER_REPLICAS={replicas}", docs=DOCS))
 
 
 def _nobody(workload: Obj, server: str, lines: list[LogRecord]) -> Finding:
