@@ -35,6 +35,7 @@ PLACES = (
     "logrus-escaped-json", "logrus-json-authorization", "url-password-slash", "client-secret",
     "pem-log-line", "pem-log-last", "aws-secret", "manager", "chart-values", "values-file", "repo-chart-values",
     "ansi-secret", "ansi-password", "cluster-bearer", "url-encoded", "dsn", "cli-flag", "slack-url",
+    "cluster-jwt", "repo-creds-url", "oidc-client-secret",
 )
 
 
@@ -99,11 +100,26 @@ def secrets() -> list[dict[str, Any]]:
          "metadata": meta("cluster-prod", "argocd", labels={"argocd.argoproj.io/secret-type": "cluster"}),
          "data": {"name": b64("prod"), "server": b64("https://prod.example.com:6443"), "config": b64(json.dumps({
              "bearerToken": C["cluster-bearer"], "tlsClientConfig": {"insecure": False}}))}},
+        {"apiVersion": "v1", "kind": "Secret",
+         "metadata": meta("cluster-edge", "argocd", labels={"argocd.argoproj.io/secret-type": "cluster"}),
+         "data": {"name": b64("edge"), "server": b64("https://edge.example.com:6443"), "config": b64(json.dumps({
+             "bearerToken": _jwt(C["cluster-jwt"]), "tlsClientConfig": {"insecure": False}}))}},
+        {"apiVersion": "v1", "kind": "Secret",
+         "metadata": meta("creds-acme", "argocd", labels={"argocd.argoproj.io/secret-type": "repo-creds"}),
+         "data": {"url": b64(f"https://bot:{C['repo-creds-url']}@git.example.com/acme"), "type": b64("git")}},
         {"apiVersion": "v1", "kind": "Secret", "metadata": meta("payments-tls", "payments"),
          "type": "kubernetes.io/tls",
          "data": {"tls.crt": b64("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
                   "tls.key": b64(pem(C["tls-key-line"], "AbCdEf012345"))}},
     ]
+
+
+def _jwt(signature: str) -> str:
+    """A bearer token as a ServiceAccount's: a JWT, here expired (2026-01-01), whose signature is the canary."""
+    def part(claims: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    return f"{part({'alg': 'RS256'})}.{part({'exp': 1767225600, 'sub': 'system:serviceaccount:kube-system:x'})}." \
+           f"{signature}"
 
 
 def config_maps() -> list[dict[str, Any]]:
@@ -114,7 +130,12 @@ def config_maps() -> list[dict[str, Any]]:
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": meta("argocd-cm", "argocd", labels={"app.kubernetes.io/part-of": "argocd"}),
-         "data": {"url": "https://argocd.example.com", "dex.config": dex}},
+         "data": {"url": "https://argocd.example.com", "dex.config": dex,
+                  "oidc.config": f"name: Okta\nissuer: https://login.example.com\nclientID: argo\n"
+                                 f"clientSecret: {C['oidc-client-secret']}\nrequestedScopes: [openid]\n"}},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": meta("argocd-rbac-cm", "argocd", labels={"app.kubernetes.io/part-of": "argocd"}),
+         "data": {"policy.csv": "g, acme:admins, role:admin\n"}},
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": meta("argocd-notifications-cm", "argocd", labels={"app.kubernetes.io/part-of": "argocd"}),
          "data": {"service.webhook.slack-alerts": "url: https://hooks.slack.com/services/T0ACME01/B0ACME02/"
@@ -502,6 +523,8 @@ def test_the_canaries_were_reached(outputs: dict[tuple[str, ...], tuple[str, str
     assert "token=<redacted>" in messages["ledger-export-x9z"]
     deprecations = json.loads(outputs[("deprecations", str(bundle), "-o", "json")][0])
     assert any("--token=<redacted>" in use["how"] for use in deprecations["uses"])
+    rules = {f["rule"] for f in scan["findings"]}
+    assert {"cluster-credentials-expired", "sso-login-failed"} <= rules  # they read the Secret and oidc.config
     installed = json.loads(outputs[("map", str(bundle), "-o", "json")][0])
     apis = [i["api"] for c in installed["components"] for i in c["integrations"]]
     assert "webhook https://hooks.slack.com/services/<redacted>" in apis
