@@ -45,6 +45,8 @@ def test_the_busiest_shard_and_a_shard_out_of_range(tmp_path: Path) -> None:
     assert busy["title"] == "Controller shard 0 carries 37 of 41 Applications"
     assert "shard 0: 37 Applications, 111 resources, 2 clusters; shard 1: 0 Applications, 0 resources, 0 clusters; " \
            "shard 2: 4 Applications, 12 resources, 1 cluster" in busy["summary"]
+    assert "Its metrics: app_operation_processing_queue depth 6; app_reconciliation_queue depth 214; " \
+           "reconciliations take 9.3 s on average (argocd_app_reconcile)." in busy["summary"]
     assert out_of_range["title"] == "Cluster Secret cluster-staging asks for shard 5 of 3"
     assert 'Argo CD puts the cluster on shard 0 ("Using shard 0")' in out_of_range["summary"]
 

@@ -54,7 +54,7 @@ class ControllerSharding(Analyzer):
     id = "controller-sharding"
     title = "Application controller shards are misconfigured or unbalanced"
     signatures = ("argocd.ignoring-cluster",)
-    needs = Needs(frozenset({"Secret", "argoproj.io/Application", "apps/StatefulSet"}))
+    needs = Needs(frozenset({"Secret", "argoproj.io/Application", "apps/StatefulSet"}), metrics=True)
 
     def __init__(self) -> None:
         self._ignored: dict[str, dict[str, LogRecord]] = defaultdict(dict)
@@ -180,20 +180,48 @@ def _balance(ctx: Context, workload: Obj, replicas: int, algorithm: str,
     if total >= 2 * replicas and shards[busiest].apps >= SKEW * total / replicas and shards[busiest].apps > total / 2:
         table = "; ".join(f"shard {i}: {plural(s.apps, 'Application')}, {plural(s.resources, 'resource')}, "
                           f"{plural(len(s.clusters), 'cluster')}" for i, s in enumerate(shards))
+        load, load_evidence = _queues(ctx, f"{workload.name}-{busiest}")
         yield Finding(
             rule="controller-sharding", severity=Severity.MEDIUM,
             title=f"Controller shard {busiest} carries {shards[busiest].apps} of {total} Applications",
             summary=(f"With {replicas} controller replicas and the {algorithm} algorithm, clusters are assigned so: "
                      f"{table}. Shard {busiest} ({workload.name}-{busiest}) does most of the work while the others "
-                     "idle; sharding moves whole clusters, so a cluster with most Applications stays on one shard."),
+                     "idle; sharding moves whole clusters, so a cluster with most Applications stays on one shard."
+                     + (f" Its metrics: {load}." if load else "")),
             objects=[workload.ref, *(by_server[c].ref for c in shards[busiest].clusters if c in by_server)],
-            evidence=[object_evidence(workload, ".spec.replicas", f"replicas: {replicas}"), *algorithm_evidence],
+            evidence=[object_evidence(workload, ".spec.replicas", f"replicas: {replicas}"), *algorithm_evidence,
+                      *load_evidence],
             remediation=Remediation(
                 text="Spread the clusters: pin them with the `shard` field of their cluster Secrets, or use the "
                      "round-robin or consistent-hashing algorithm (controller.sharding.algorithm in "
                      "argocd-cmd-params-cm); when one cluster holds most Applications, more replicas do not help, "
                      "raise the controller's processors (controller.status.processors, controller.operation.processors)"
                      " instead.", docs=DOCS))
+
+
+QUEUES = ("app_reconciliation_queue", "app_operation_processing_queue")
+"""The controller's work queues (controller/appcontroller.go), whose depth workqueue_depth reports."""
+
+
+def _queues(ctx: Context, pod: str) -> tuple[str, list[Evidence]]:
+    """The queue depths and mean reconciliation time in the metrics file of one controller pod (a file named after
+    it, `metrics/<pod>.prom`); "" when the input has none."""
+    said, evidence = [], []
+    seconds = count = 0.0
+    for sample in ctx.snap.metrics(("workqueue_depth", "argocd_app_reconcile_sum", "argocd_app_reconcile_count")):
+        if sample.location.rsplit("/", 1)[-1].split(".", 1)[0] != pod:
+            continue
+        if sample.name == "workqueue_depth" and sample.labels.get("name") in QUEUES:
+            said.append(f"{sample.labels['name']} depth {sample.value:g}")
+            evidence.append(Evidence("metric", sample.location, f"workqueue_depth{{name={sample.labels['name']}}} "
+                                                                f"{sample.value:g}"))
+        elif sample.name == "argocd_app_reconcile_sum":
+            seconds += sample.value
+        elif sample.name == "argocd_app_reconcile_count":
+            count += sample.value
+    if count:
+        said.append(f"reconciliations take {seconds / count:.1f} s on average (argocd_app_reconcile)")
+    return "; ".join(said), evidence
 
 
 def _count(text: str | None) -> int | None:
