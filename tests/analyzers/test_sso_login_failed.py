@@ -74,3 +74,26 @@ def test_groups_asked_as_an_id_token_claim_and_role_inheritance_are_no_group_gra
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     (bundle / LOG).write_text("")
     assert scan_json(bundle, "--rule", RULE)["findings"] == []
+
+
+def test_dex_s_refusals_are_read_from_its_log(tmp_path: Path) -> None:
+    dex = ("connectors:\n- type: github\n  id: github\n  name: GitHub\n  config:\n    clientID: abc\n"
+           "    clientSecret: $dex.github.clientSecret\n    orgs:\n    - name: acme-travel\n")
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    path = bundle / "objects" / "argocd" / "argocd.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["items"][0]["data"] = {"url": "https://argocd.acme-travel.example", "dex.config": dex}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    (bundle / LOG).write_text("")
+    folder = bundle / "logs" / "argocd" / "argocd-dex-server-5c8f7d9b6-m2k4p"
+    folder.mkdir(parents=True)
+    (folder / "dex.log").write_text(
+        '2026-11-30T13:20:41.112Z time=2026-11-30T13:20:41.112Z level=ERROR msg="unregistered redirect_uri" '
+        "redirect_uri=https://10.0.4.17:8080/auth/callback client_id=argo-cd\n"
+        '2026-11-30T13:22:41.112Z time=2026-11-30T13:22:41.112Z level=ERROR msg="failed to authenticate" '
+        'err="user \\"jdoe\\" is not in any of the required groups [acme-travel/platform]"\n')
+    [finding] = scan_json(bundle, "--rule", RULE)["findings"]
+    assert "Dex refuses the redirect URI https://10.0.4.17:8080/auth/callback" in finding["summary"]
+    assert "Dex's connector admits only members of [acme-travel/platform]" in finding["summary"]
+    assert "list the other address under `additionalUrls`" in finding["remediation"]["text"]

@@ -38,6 +38,13 @@ CAUSES = (
      "comes from another provider)"),
     (re.compile(r"x509:|no such host|connection refused|i/o timeout|context deadline exceeded"), "unreachable",
      "the API server cannot reach the provider's discovery or key endpoints"),
+    (re.compile(r"^unregistered redirect_uri (?P<got>\S+)"), "redirect",
+     "Dex refuses the redirect URI {got}: Argo CD registers url + /auth/callback, and the user came through another "
+     "address"),
+    (re.compile(r"is not in any of the required groups (?P<want>\[[^\]]*\])"), "required-groups",
+     "Dex's connector admits only members of {want}, and the user is in none of them"),
+    (re.compile(r"invalid_client|unauthorized_client|Bad credentials|bad_verification_code"), "connector-client",
+     "the identity provider refuses the client id or secret of Dex's connector"),
 )
 
 
@@ -46,16 +53,18 @@ class SsoLoginFailed(Analyzer):
 
     id = "sso-login-failed"
     title = "Single sign-on fails"
-    signatures = ("argocd.oidc-verify-failed",)
+    signatures = ("argocd.oidc-verify-failed", "dex.auth-failed", "dex.unregistered-redirect")
     needs = Needs(frozenset({"ConfigMap"}))
 
     def __init__(self) -> None:
         self._lines: list[tuple[LogRecord, str]] = []
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
-        """Keep the API server's last failed logins, with the error."""
+        """Keep the API server's and Dex's last failed logins, with the error (Dex's redirect refusals marked)."""
         if match is not None:
-            self._lines.append((record, match.group("error")))
+            error = match.group("error")
+            self._lines.append((record, f"unregistered redirect_uri {error}" if signature.id ==
+                                "dex.unregistered-redirect" else error))
             del self._lines[:-MAX_LINES]
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
@@ -117,6 +126,15 @@ def _failed_logins(cm: Obj, oidc: dict[str, Any], url: str, lines: list[tuple[Lo
                 fixes.append("Check the API server node's clock (rule node-clock-skew) and the provider's")
             elif kind == "signature":
                 fixes.append(f"Check that {issuer or 'the issuer'} publishes the key the tokens are signed with")
+            elif kind == "redirect":
+                fixes.append(f"Open Argo CD only at `url` ({url or 'unset'}), or list the other address under "
+                             "`additionalUrls` in argocd-cm")
+            elif kind == "required-groups":
+                fixes.append("Add the user to one of the connector's required orgs or groups (dex.config), or widen "
+                             "that list")
+            elif kind == "connector-client":
+                fixes.append("Check the connector's clientID and clientSecret in dex.config against the provider's "
+                             "application settings")
             else:
                 fixes.append(f"Let the API server reach {issuer or 'the provider'} (DNS, egress, its CA in "
                              "oidc.config `rootCA`)")
@@ -129,7 +147,7 @@ def _failed_logins(cm: Obj, oidc: dict[str, Any], url: str, lines: list[tuple[Lo
         rule="sso-login-failed",
         severity=Severity.HIGH,
         title="SSO logins fail: " + said[0],
-        summary=(f"The API server refused {len(lines)} SSO login(s): " + "; ".join(said) + "."),
+        summary=(f"Argo CD's log shows {len(lines)} failed SSO login(s): " + "; ".join(said) + "."),
         objects=[cm.ref],
         evidence=evidence,
         remediation=Remediation(text=". ".join(dict.fromkeys(fixes)) + "." if fixes else
