@@ -105,3 +105,22 @@ def test_a_config_map_key_left_empty_is_an_empty_policy(tmp_path: Path) -> None:
     end = text.index("- apiVersion: v1", start)
     path.write_text(text[:start] + "    policy.default:\n    policy.csv:\n" + text[end:])
     assert scan_json(bundle, "--rule", RULE)["findings"] == []
+
+
+def test_an_application_the_input_does_not_hold_in_a_project_it_holds_is_named_at_low(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    shutil.rmtree(bundle / "logs")
+    path = bundle / "objects" / "argocd" / "argocd.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["items"][0]["data"] = {"policy.csv": "p, role:pay, applications, sync, payments/ledger-api, allow\n"
+                                             "p, role:pay, applications, sync, payments/payments-api, allow\n"
+                                             "g, northwind:payments, role:pay\n"}
+    doc["items"].append({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {
+        "name": "payments-api", "namespace": "argocd"}, "spec": {"project": "payments", "destination": {
+            "server": "https://kubernetes.default.svc", "namespace": "payments"}}})
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    [finding] = scan_json(bundle, "--rule", RULE)["findings"]
+    assert finding["severity"] == "low"
+    assert "Application 'ledger-api' is not among the input's Applications of project 'payments'" in finding["summary"]
+    assert "payments-api'" not in finding["summary"]

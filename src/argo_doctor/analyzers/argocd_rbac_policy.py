@@ -43,7 +43,7 @@ class ArgocdRbacPolicy(Analyzer):
     id = "argocd-rbac-policy"
     title = "Argo CD RBAC policy does not do what it says"
     signatures = ("argocd.permission-denied",)
-    needs = Needs(frozenset({"argoproj.io/AppProject", "ConfigMap"}))
+    needs = Needs(frozenset({"argoproj.io/AppProject", "argoproj.io/Application", "ConfigMap"}))
 
     def __init__(self) -> None:
         self._denied: dict[tuple[str, str, str, str], list[LogRecord]] = {}
@@ -67,7 +67,11 @@ class ArgocdRbacPolicy(Analyzer):
         if [e for e in policy.errors if e[0].origin.startswith("policy.")]:
             yield _unloadable(cm, policy)
         yield from _project_errors(projects, policy)
-        yield from _ineffective(cm, policy, {p.name for p in projects} if projects else None)
+        apps: dict[str, set[str]] = {}
+        for app in ctx.snap.applications():
+            project = str(app.spec.get("project") or "default")
+            apps.setdefault(project, set()).add(f"{project}/{app.name}")
+        yield from _ineffective(cm, policy, {p.name for p in projects} if projects else None, apps)
         if self._denied:
             yield _denials(cm, policy, self._denied)
 
@@ -131,8 +135,10 @@ def _mended(text: str) -> str:
     return ""
 
 
-def _ineffective(cm: Obj, policy: Policy, projects: set[str] | None) -> Iterable[Finding]:
-    """Lines that load but never take effect, one finding per kind of mistake."""
+def _ineffective(cm: Obj, policy: Policy, projects: set[str] | None,
+                 apps: dict[str, set[str]]) -> Iterable[Finding]:
+    """Lines that load but never take effect, one finding per kind of mistake (`apps`: the input's Applications as
+    `project/name`, by project; a project none of whose Applications the input holds is not judged)."""
     problems: list[tuple[Line, str]] = list(policy.ignored)
     defined = policy.defined_roles() | BUILTIN_ROLES
     user = [r for r in policy.rules if not r.line.origin.startswith("built-in")]
@@ -154,6 +160,10 @@ def _ineffective(cm: Obj, policy: Policy, projects: set[str] | None) -> Iterable
                 and not GLOB.search(project) and project not in projects and policy.match_mode == "glob"):
             problems.append((rule.line, f"project {project!r} is not among the input's AppProjects "
                                         f"({', '.join(sorted(projects)) or 'none'})"))
+        elif (rule.resource == "applications" and rule.obj.count("/") == 1 and not GLOB.search(rule.obj)
+              and policy.match_mode == "glob" and project in apps and rule.obj not in apps[project]):
+            problems.append((rule.line, f"Application {rule.obj.split('/')[1]!r} is not among the input's "
+                                        f"Applications of project {project!r}"))
     for allow in user:
         if allow.effect != "allow":
             continue
@@ -170,7 +180,7 @@ def _ineffective(cm: Obj, policy: Policy, projects: set[str] | None) -> Iterable
         return
     shown = "; ".join(f"{line.origin} line {line.number} `{line.text}`: {why}" for line, why in problems[:4])
     more = f" (and {len(problems) - 4} more)" if len(problems) > 4 else ""
-    only_projects = all("AppProjects" in why for _, why in problems)
+    only_projects = all("among the input's" in why for _, why in problems)  # the input may be partial: low
     yield Finding(
         rule="argocd-rbac-policy",
         severity=Severity.LOW if only_projects else Severity.MEDIUM,
@@ -178,8 +188,8 @@ def _ineffective(cm: Obj, policy: Policy, projects: set[str] | None) -> Iterable
               "effect",
         summary=(f"Argo CD loads these lines of {cm.namespace}/{cm.name} but they never grant or deny what they name: "
                  f"{shown}{more}."
-                 + (" The input may not hold every AppProject: check that the projects exist." if any(
-                     "AppProjects" in why for _, why in problems) else "")),
+                 + (" The input may not hold every AppProject or Application: check that they exist." if any(
+                     "among the input's" in why for _, why in problems) else "")),
         objects=[cm.ref],
         evidence=[_where(cm, line) for line, _ in problems[:6]],
         remediation=Remediation(
