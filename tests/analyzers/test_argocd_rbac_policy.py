@@ -28,6 +28,15 @@ def _scan(tmp_path: Path, data: dict[str, str] | None = None, logs: bool = True)
     return list(scan_json(bundle, "--rule", RULE)["findings"])
 
 
+def _objects(tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
+    """A copy of the example without logs: the bundle, its object file and that file's list."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    shutil.rmtree(bundle / "logs")
+    path = bundle / "objects" / "argocd" / "argocd.yaml"
+    return bundle, path, yaml.safe_load(path.read_text())
+
+
 def test_the_example_s_lines_that_never_take_effect_are_named_with_why(tmp_path: Path) -> None:
     lines, denials = _scan(tmp_path)
     assert lines["severity"] == "medium" and lines["title"] == "4 RBAC policy lines of argocd-rbac-cm never take effect"
@@ -66,11 +75,7 @@ def test_installed_policies_as_shipped_are_silent(tmp_path: Path) -> None:
 
 
 def test_a_project_is_not_judged_without_app_projects_in_the_input(tmp_path: Path) -> None:
-    bundle = tmp_path / "bundle"
-    shutil.copytree(BUNDLE, bundle)
-    shutil.rmtree(bundle / "logs")
-    path = bundle / "objects" / "argocd" / "argocd.yaml"
-    doc = yaml.safe_load(path.read_text())
+    bundle, path, doc = _objects(tmp_path)
     doc["items"] = [i for i in doc["items"] if i["kind"] != "AppProject"]
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     [lines] = scan_json(bundle, "--rule", RULE)["findings"]
@@ -81,11 +86,7 @@ def test_cluster_and_repository_urls_are_no_projects_and_a_role_line_of_a_projec
     data = {"policy.csv": "p, role:ops, clusters, get, https://prod.k8s.example:6443, allow\n"
                           "p, role:ops, repositories, get, https://github.com/acme/*, allow\ng, org:ops, role:ops"}
     assert _scan(tmp_path / "a", data, logs=False) == []
-    bundle = tmp_path / "b" / "bundle"
-    shutil.copytree(BUNDLE, bundle)
-    shutil.rmtree(bundle / "logs")
-    path = bundle / "objects" / "argocd" / "argocd.yaml"
-    doc = yaml.safe_load(path.read_text())
+    bundle, path, doc = _objects(tmp_path / "b")
     doc["items"][0]["data"] = data
     project = next(i for i in doc["items"] if i["kind"] == "AppProject" and i["metadata"]["name"] == "payments")
     project["spec"]["roles"][0]["policies"] = ["p, proj:payments:ci, applications, sync, payments/* allow"]
@@ -96,10 +97,7 @@ def test_cluster_and_repository_urls_are_no_projects_and_a_role_line_of_a_projec
 
 
 def test_a_config_map_key_left_empty_is_an_empty_policy(tmp_path: Path) -> None:
-    bundle = tmp_path / "bundle"
-    shutil.copytree(BUNDLE, bundle)
-    shutil.rmtree(bundle / "logs")
-    path = bundle / "objects" / "argocd" / "argocd.yaml"
+    bundle, path, _ = _objects(tmp_path)
     text = path.read_text()
     start = text.index("    policy.default: role:readonly")
     end = text.index("- apiVersion: v1", start)
@@ -108,11 +106,7 @@ def test_a_config_map_key_left_empty_is_an_empty_policy(tmp_path: Path) -> None:
 
 
 def test_an_application_the_input_does_not_hold_in_a_project_it_holds_is_named_at_low(tmp_path: Path) -> None:
-    bundle = tmp_path / "bundle"
-    shutil.copytree(BUNDLE, bundle)
-    shutil.rmtree(bundle / "logs")
-    path = bundle / "objects" / "argocd" / "argocd.yaml"
-    doc = yaml.safe_load(path.read_text())
+    bundle, path, doc = _objects(tmp_path)
     doc["items"][0]["data"] = {"policy.csv": "p, role:pay, applications, sync, payments/ledger-api, allow\n"
                                              "p, role:pay, applications, sync, payments/payments-api, allow\n"
                                              "g, northwind:payments, role:pay\n"}
