@@ -114,6 +114,8 @@ def all_analyzers() -> list[type[Analyzer]]:
     from argo_doctor.analyzers import (
         app_deletion_stuck,
         app_unhealthy,
+        applicationset_deleted_apps,
+        applicationset_error,
         argocd_rbac_policy,
         auto_sync_without_change,
         cluster_credentials_expired,
@@ -169,6 +171,8 @@ def all_analyzers() -> list[type[Analyzer]]:
         redis_unreachable.RedisUnreachable,
         sso_login_failed.SsoLoginFailed,
         controller_sharding.ControllerSharding,
+        applicationset_deleted_apps.ApplicationSetDeletedApps,
+        applicationset_error.ApplicationSetError,
         collector_permission_missing.CollectorPermissionMissing,
         component_known_bug.ComponentKnownBug,
     ]
