@@ -88,3 +88,22 @@ def test_a_duplicate_name(tmp_path: Path) -> None:
     [error] = [f for f in _scan(tmp_path, duplicate, "applicationset-error") if "platform" in f["title"]]
     assert error["title"] == "ApplicationSet platform: a generated Application is invalid"
     assert "two sets give ingress" in error["remediation"]["text"]
+
+
+def test_a_progressive_sync_held_by_a_degraded_application(tmp_path: Path) -> None:
+    [held] = _scan(tmp_path, None, "applicationset-rollout-stuck")
+    assert held["severity"] == "high"
+    assert held["title"] == "ApplicationSet regions: progressive sync held in step 2 by checkout-eu"
+    assert "checkout-eu is Degraded (Deployment \"checkout\" exceeded its progress deadline), Progressing for " \
+           "2h04m" in held["summary"]
+    assert "1 Application of later steps waits behind it (checkout-ap)" in held["summary"]
+
+
+def test_a_step_rolling_out_normally_or_recently_is_not_held(tmp_path: Path) -> None:
+    def healthy(_: list[dict[str, Any]], apps: list[dict[str, Any]]) -> None:
+        next(a for a in apps if a["metadata"]["name"] == "checkout-eu")["status"]["health"] = {"status": "Healthy"}
+    assert _scan(tmp_path / "a", healthy, "applicationset-rollout-stuck") == []
+
+    def recent(items: list[dict[str, Any]], _: list[dict[str, Any]]) -> None:
+        _appset(items, "regions")["status"]["applicationStatus"][1]["lastTransitionTime"] = "2026-11-30T16:00:00Z"
+    assert _scan(tmp_path / "b", recent, "applicationset-rollout-stuck") == []

@@ -116,6 +116,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         app_unhealthy,
         applicationset_deleted_apps,
         applicationset_error,
+        applicationset_rollout_stuck,
         argocd_rbac_policy,
         auto_sync_without_change,
         cluster_credentials_expired,
@@ -173,6 +174,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         controller_sharding.ControllerSharding,
         applicationset_deleted_apps.ApplicationSetDeletedApps,
         applicationset_error.ApplicationSetError,
+        applicationset_rollout_stuck.ApplicationSetRolloutStuck,
         collector_permission_missing.CollectorPermissionMissing,
         component_known_bug.ComponentKnownBug,
     ]
