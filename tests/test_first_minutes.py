@@ -30,11 +30,11 @@ def run(*args: str, columns: int | None = None) -> Result:
 def test_help_lists_the_commands_in_the_order_of_need_each_with_an_example() -> None:
     text = run("--help").stdout
     listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.startswith("  ")]
-    assert listed[:6] == ["scan", "timeline", "health", "map", "deprecations", "collect"]
+    assert listed[:7] == ["scan", "timeline", "health", "map", "deprecations", "upgrade-check", "collect"]
     assert listed == sorted(listed, key=ORDER.index) and "SIGPIPE" not in text
     assert "argo-doctor scan --live" in text and "argo-doctor collect -o bundle.tgz" in text
-    for command in ("scan", "timeline", "health", "map", "deprecations", "collect", "redact", "serve", "audit",
-                    "notifications-config", "helm-check", "completion"):
+    for command in ("scan", "timeline", "health", "map", "deprecations", "upgrade-check", "collect", "redact", "serve",
+                    "audit", "notifications-config", "helm-check", "rbac", "completion"):
         assert f"argo-doctor {command}" in run(command, "--help").stdout.split("Example")[-1], command
     assert all(len(line) <= 80 for line in text.splitlines())
 

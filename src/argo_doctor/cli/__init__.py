@@ -21,6 +21,7 @@ from argo_doctor.cli import (  # noqa: F401  (each module adds its command to `m
     scan,
     serve,
     timeline,
+    upgrade_check,
 )
 from argo_doctor.cli.group import _output_closed, main, run
 

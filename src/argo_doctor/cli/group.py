@@ -96,8 +96,9 @@ def _die_of_broken_pipe() -> NoReturn:
 
 COMPLETE_VAR = "_ARGO_DOCTOR_COMPLETE"
 """The environment variable through which a shell asks for completions (see `completion`)."""
-ORDER = ("scan", "timeline", "health", "map", "deprecations", "collect", "redact", "fix", "serve", "audit",
-         "notifications-config", "helm-check", "github-app", "rbac", "lua", "rules", "signatures", "completion")
+ORDER = ("scan", "timeline", "health", "map", "deprecations", "upgrade-check", "collect", "redact", "fix", "serve",
+         "audit", "notifications-config", "helm-check", "github-app", "rbac", "lua", "rules", "signatures",
+         "completion")
 """The commands in the order `--help` lists them: the order a user needs them."""
 
 

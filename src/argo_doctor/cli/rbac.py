@@ -31,7 +31,12 @@ ALIASES = {"app": "applications", "apps": "applications", "application": "applic
 @main.group("rbac", short_help="Argo CD's RBAC policy, answered offline.")
 def rbac_group() -> None:
     """Argo CD's RBAC policy (argocd-rbac-cm, AppProject roles and the built-in policy), read as the API server reads
-    it. `scan` reports lines that never take effect (rule argocd-rbac-policy)."""
+    it. `scan` reports lines that never take effect (rule argocd-rbac-policy).
+
+    \b
+    Example:
+      argo-doctor rbac can alice@example.com sync applications team-a/web --from bundle/
+    """
 
 
 @rbac_group.command("can", short_help="Whether a subject may do an action, and the lines that decide.")

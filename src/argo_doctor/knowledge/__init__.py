@@ -98,6 +98,37 @@ def manifest_errors() -> tuple[ManifestError, ...]:
 
 
 @dataclass(frozen=True)
+class UpgradeChange:
+    """A documented breaking or behaviour change of a release: what it is, how an installation shows it is hit
+    (`detect`: a kind and its parameters), what to do, and the upgrade guide's section."""
+
+    id: str
+    product: str
+    version: Version
+    title: str
+    breaking: bool
+    detect: dict[str, Any]
+    explanation: str
+    remediation: str
+    source: str
+
+
+@cache
+def upgrade_changes() -> tuple[UpgradeChange, ...]:
+    """The documented changes of every release, oldest release first."""
+    rows = []
+    for row in load_rows("upgrades.yaml"):
+        version = parse_version(str(row["version"]))
+        if version is None:
+            raise ValueError(f"knowledge/upgrades.yaml: {row['id']} has no version")
+        rows.append(UpgradeChange(row["id"], row.get("product", "argo-cd"), version, row["title"],
+                                  bool(row.get("breaking", True)), dict(row["detect"]),
+                                  " ".join(row["explanation"].split()), " ".join(row["remediation"].split()),
+                                  row["source"]))
+    return tuple(sorted(rows, key=lambda r: r.version))
+
+
+@dataclass(frozen=True)
 class OperationMessage:
     """A message Argo CD writes while a sync operation runs: what it waits on (`waits`: completion, health,
     deletion, confirmation) and the pattern whose groups name the object (group, kind, name, more)."""

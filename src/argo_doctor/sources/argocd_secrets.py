@@ -16,7 +16,7 @@ SECRET_TYPE = "argocd.argoproj.io/secret-type"
 TYPES = ("repository", "repo-creds", "cluster")
 KEY = "argocdPublic"
 """The key a Secret object carries its public facts under, in a snapshot and in a redacted bundle."""
-FIELDS = ("url", "type", "name", "project", "server", "namespaces", "shard", "clusterResources")
+FIELDS = ("url", "type", "name", "project", "server", "namespaces", "shard", "clusterResources", "proxy")
 MAX_TOKEN = 64 << 10
 """A bearer token longer than this is not decoded."""
 

@@ -1,0 +1,86 @@
+"""`argo-doctor upgrade-check`: the documented changes on the way to a target release that hit this installation."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from argo_doctor import knowledge
+from argo_doctor.analyzers.upgrade_check import PRODUCTS, UpgradeCheck, version_text
+from argo_doctor.cli.common import live_args, live_options, snapshot
+from argo_doctor.cli.group import EXIT_FINDINGS, errors_to_exit, main
+from argo_doctor.engine import needs_for, run_scan
+from argo_doctor.errors import ConfigError
+from argo_doctor.model import Evidence, Severity
+from argo_doctor.report import REPORTERS, ReportOptions
+from argo_doctor.snapshot import Snapshot
+
+
+@main.command("upgrade-check", short_help="Release changes that would hit this installation.")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--to", "target", required=True, metavar="vX.Y.Z", help="The Argo CD release to upgrade to.")
+@click.option("--from", "current", metavar="vX.Y.Z",
+              help="The installed Argo CD release (default: read from the images of its components).")
+@click.option("-o", "--output", type=click.Choice(sorted(REPORTERS)), default="table", show_default=True,
+              help="As scan: table, wide, json, markdown, html, sarif or junit.")
+@click.option("--details", "-v", is_flag=True, help="Each change in full: why, evidence, fix (table output).")
+@live_options
+def upgrade_check(paths: tuple[Path, ...], target: str, current: str | None, output: str, details: bool,
+                  **live_kwargs: Any) -> None:
+    """List each breaking or behaviour change documented in Argo CD's upgrading guides between the installed release
+    and --to that applies to this installation, with the evidence (the setting, the RBAC policy line, the metric an
+    alert or dashboard reads, the objects) and the guide's section. Changes that do not apply are not listed; one the
+    objects cannot show is listed at info. The table comes from knowledge/upgrades.yaml, one row per change, each with
+    its source.
+
+    Exit status: 0 when nothing breaks, 1 when a breaking change applies, 2 for bad input.
+
+    \b
+    Example:
+      argo-doctor upgrade-check bundle/ --to v3.0.0
+    """
+    with errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
+        if details and output != "table":
+            raise ConfigError(f"--details shows each change in full in the table output; -o {output} has no such "
+                              "choice")
+        wanted = knowledge.parse_version(target)
+        if wanted is None:
+            raise ConfigError(f"--to {target!r} is not a release (vX.Y.Z)")
+        check = UpgradeCheck(wanted, {})
+        snap = guard.watch(snapshot(paths, Path(workdir), live_args(live_kwargs), needs_for([check])))
+        check.installed = _installed(snap, current)
+        if "argo-cd" not in check.installed:
+            raise ConfigError("the installed Argo CD release is not in the input (no Argo CD image with a release "
+                              "tag): give it with --from")
+        installed = check.installed["argo-cd"][0]
+        if wanted <= installed:
+            raise ConfigError(f"--to {version_text(wanted)} is not after the installed {version_text(installed)}")
+        result = run_scan(snap, [check])
+        snap.source += f" ({PRODUCTS['argo-cd']} {version_text(installed)} → {version_text(wanted)})"
+        REPORTERS[output](result, sys.stdout, ReportOptions("high", frozenset(), details))
+        sys.stdout.flush()
+    if any(f.severity >= Severity.HIGH for f in result.findings):
+        sys.exit(EXIT_FINDINGS)
+
+
+def _installed(snap: Snapshot, given: str | None) -> dict[str, tuple[knowledge.Version, list[Evidence]]]:
+    """Each product's installed release: --from, else the oldest release among its components' image tags."""
+    found: dict[str, tuple[knowledge.Version, list[Evidence]]] = {}
+    if given is not None:
+        version = knowledge.parse_version(given)
+        if version is None:
+            raise ConfigError(f"--from {given!r} is not a release (vX.Y.Z)")
+        found["argo-cd"] = (version, [])
+    for component in snap.components:
+        version = knowledge.parse_version(component.version)
+        if component.product not in PRODUCTS or version is None or (component.product in found and given):
+            continue
+        where = component.workload or (component.pods[0] if component.pods else None)
+        evidence = [Evidence("object", where.location, f"{where.ref} runs {component.image}")] if where else []
+        if component.product not in found or version < found[component.product][0]:
+            found[component.product] = (version, evidence)
+    return found

@@ -1,0 +1,72 @@
+"""`argo-doctor upgrade-check`: the documented changes between the installed Argo CD and --to that hit the
+installation, from knowledge/upgrades.yaml (Argo CD's upgrading guides)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from argo_doctor import knowledge
+from argo_doctor.cli import main
+from tests.conftest import EXAMPLES
+from tests.report.contract import validate
+
+BASIC = EXAMPLES / "argocd-basic"
+KINDS = {"always", "cm-key-absent", "cm-key-present", "rbac-line", "metric-referenced", "object-present", "manual"}
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["upgrade-check", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_the_basic_installation_on_its_way_to_3_0_is_hit_by_what_applies_to_it() -> None:
+    code, out, _ = _run(str(BASIC), "--to", "v3.0.0", "-o", "json")
+    doc = json.loads(out)
+    validate(doc)
+    titles = {f["title"]: f for f in doc["findings"]}
+    assert code == 1
+    tracking = titles["Argo CD v3.0.0: Default resource tracking switches from label to annotation"]
+    assert tracking["severity"] == "high"
+    assert any("no key application.resourceTrackingMethod" in e["excerpt"] for e in tracking["evidence"])
+    update = next(f for t, f in titles.items() if "`applications, update` no longer covers" in t)
+    assert any("policy.csv line" in e["excerpt"] for e in update["evidence"])
+    # policy.default is role:readonly, which grants logs: the logs RBAC change does not bite; no LDAP connector
+    assert not any("logs, get" in t for t in titles) and not any("LDAP" in t for t in titles)
+    assert all(f["remediation"]["docs"] and f["remediation"]["docs"][0].startswith("https://github.com/argoproj/")
+               for f in doc["findings"])
+
+
+def test_a_patch_upgrade_with_no_documented_change_reports_nothing() -> None:
+    code, out, _ = _run(str(BASIC), "--to", "v2.10.12")
+    assert code == 0 and "0 finding(s)" in out
+
+
+def test_a_target_before_the_installed_release_or_no_release_is_a_usage_error(tmp_path: Path) -> None:
+    assert _run(str(BASIC), "--to", "v2.9.0")[0] == 2
+    assert _run(str(BASIC), "--to", "latest")[0] == 2
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BASIC / "objects", bundle / "objects")
+    for path in bundle.rglob("*.yaml"):
+        path.write_text(path.read_text().replace("quay.io/argoproj/argocd:v2.10.9", "quay.io/argoproj/argocd:latest"))
+    code, _, err = _run(str(bundle), "--to", "v3.0.0")
+    assert code == 2 and "give it with --from" in err
+    assert _run(str(bundle), "--to", "v3.0.0", "--from", "v2.14.0")[0] == 1
+
+
+@pytest.mark.parametrize("change", knowledge.upgrade_changes(), ids=lambda c: c.id)
+def test_every_row_names_its_guide_and_a_detection_the_checker_knows(change: knowledge.UpgradeChange) -> None:
+    assert change.source.startswith("https://github.com/argoproj/argo-cd/blob/master/docs/operator-manual/upgrading/")
+    assert change.detect["kind"] in KINDS
+    if change.detect["kind"] == "object-present":  # a kind alone would hit every installation that has one
+        assert change.detect.get("where") or change.detect.get("names")
+
+
+def test_rows_are_unique() -> None:
+    rows = yaml.safe_load((Path(knowledge.__file__).parent / "upgrades.yaml").read_text())
+    assert len({r["id"] for r in rows}) == len(rows)
