@@ -61,7 +61,9 @@ def test_a_target_before_the_installed_release_or_no_release_is_a_usage_error(tm
 
 @pytest.mark.parametrize("change", knowledge.upgrade_changes(), ids=lambda c: c.id)
 def test_every_row_names_its_guide_and_a_detection_the_checker_knows(change: knowledge.UpgradeChange) -> None:
-    assert change.source.startswith("https://github.com/argoproj/argo-cd/blob/master/docs/operator-manual/upgrading/")
+    guides = {"argo-cd": "https://github.com/argoproj/argo-cd/blob/master/docs/operator-manual/upgrading/",
+              "argocd-image-updater": "https://github.com/argoproj-labs/argocd-image-updater/blob/master/docs/"}
+    assert change.source.startswith(guides[change.product])
     assert change.detect["kind"] in KINDS
     if change.detect["kind"] == "object-present":  # a kind alone would hit every installation that has one
         assert change.detect.get("where") or change.detect.get("names")
@@ -70,3 +72,15 @@ def test_every_row_names_its_guide_and_a_detection_the_checker_knows(change: kno
 def test_rows_are_unique() -> None:
     rows = yaml.safe_load((Path(knowledge.__file__).parent / "upgrades.yaml").read_text())
     assert len({r["id"] for r in rows}) == len(rows)
+
+
+def test_image_updater_v1_stops_reading_the_annotations_of_the_example_s_applications() -> None:
+    image_updater = EXAMPLES / "incidents" / "image-updater"
+    code, out, _ = _run(str(image_updater), "--to", "v2.14.12", "-o", "json")
+    [change] = [f for f in json.loads(out)["findings"] if f["title"].startswith("Argo CD Image Updater")]
+    assert change["severity"] == "medium" and "to v1.0.0 or later (no target given for it)" in change["summary"]
+    code, out, _ = _run(str(image_updater), "--to", "v2.14.12", "--to-image-updater", "v1.0.0", "-o", "json")
+    [change] = [f for f in json.loads(out)["findings"] if f["title"].startswith("Argo CD Image Updater")]
+    assert code == 1 and change["severity"] == "high"
+    assert any("argocd-image-updater.argoproj.io/image-list" in e["excerpt"] for e in change["evidence"])
+    assert _run(str(image_updater), "--to", "v2.14.12", "--to-image-updater", "v0.16.1")[0] == 0

@@ -13,7 +13,7 @@ from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.facts.upgrades import hit
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 
-PRODUCTS = {"argo-cd": "Argo CD"}
+PRODUCTS = {"argo-cd": "Argo CD", "argocd-image-updater": "Argo CD Image Updater"}
 
 
 def version_text(version: knowledge.Version) -> str:
@@ -28,9 +28,10 @@ class UpgradeCheck(Analyzer):
     needs = Needs(frozenset({"ConfigMap", "argoproj.io/AppProject", "monitoring.coreos.com/PrometheusRule",
                              "argoproj.io/ApplicationSet", "argoproj.io/Application"}))
 
-    def __init__(self, target: knowledge.Version,
+    def __init__(self, targets: dict[str, knowledge.Version],
                  installed: dict[str, tuple[knowledge.Version, list[Evidence]]]) -> None:
-        self.target = target
+        self.targets = targets
+        """Each product's target release; a product without one: every later release it documents, at medium."""
         self.installed = installed
         """Each product's installed version, with the evidence of it (its images)."""
 
@@ -39,19 +40,23 @@ class UpgradeCheck(Analyzer):
             if change.product not in self.installed:
                 continue
             current, where = self.installed[change.product]
-            if not current < change.version <= self.target:
+            target = self.targets.get(change.product)
+            if not current < change.version <= (target or change.version):
                 continue
             evidence = hit(ctx.snap, change)
             if evidence == []:
                 continue
             product = PRODUCTS.get(change.product, change.product)
             unknown = evidence is None
+            severity = Severity.INFO if unknown else Severity.HIGH if change.breaking else Severity.MEDIUM
             yield Finding(
                 rule=self.id,
-                severity=Severity.INFO if unknown else Severity.HIGH if change.breaking else Severity.MEDIUM,
+                severity=severity if target else min(severity, Severity.MEDIUM),
                 title=f"{product} {version_text(change.version)}: {change.title}",
-                summary=(f"Upgrading {product} from {version_text(current)} to {version_text(self.target)} crosses "
-                         f"{version_text(change.version)}: {change.explanation}"
+                summary=(f"Upgrading {product} from {version_text(current)} to "
+                         + (f"{version_text(target)} crosses {version_text(change.version)}: " if target else
+                            f"{version_text(change.version)} or later (no target given for it): ")
+                         + change.explanation
                          + (" Whether it applies here cannot be told from the objects: check it by hand."
                             if unknown else "")),
                 objects=[],
