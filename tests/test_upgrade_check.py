@@ -62,7 +62,10 @@ def test_a_target_before_the_installed_release_or_no_release_is_a_usage_error(tm
 @pytest.mark.parametrize("change", knowledge.upgrade_changes(), ids=lambda c: c.id)
 def test_every_row_names_its_guide_and_a_detection_the_checker_knows(change: knowledge.UpgradeChange) -> None:
     guides = {"argo-cd": "https://github.com/argoproj/argo-cd/blob/master/docs/operator-manual/upgrading/",
-              "argocd-image-updater": "https://github.com/argoproj-labs/argocd-image-updater/blob/master/docs/"}
+              "argocd-image-updater": "https://github.com/argoproj-labs/argocd-image-updater/blob/master/docs/",
+              "argo-workflows": "https://github.com/argoproj/argo-workflows/blob/",
+              "argo-rollouts": "https://github.com/argoproj/argo-rollouts/blob/",
+              "argo-events": "https://github.com/argoproj/argo-events/blob/"}
     assert change.source.startswith(guides[change.product])
     assert change.detect["kind"] in KINDS
     if change.detect["kind"] == "object-present":  # a kind alone would hit every installation that has one
@@ -84,3 +87,20 @@ def test_image_updater_v1_stops_reading_the_annotations_of_the_example_s_applica
     assert code == 1 and change["severity"] == "high"
     assert any("argocd-image-updater.argoproj.io/image-list" in e["excerpt"] for e in change["evidence"])
     assert _run(str(image_updater), "--to", "v2.14.12", "--to-image-updater", "v0.16.1")[0] == 0
+
+
+def test_workflows_renamed_metrics_are_found_in_the_alerts_that_read_them(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BASIC / "objects", bundle / "objects")
+    (bundle / "objects" / "workflows.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "workflow-controller",
+                                                                     "namespace": "argo"},
+         "spec": {"selector": {"matchLabels": {"app": "workflow-controller"}}, "template": {
+             "metadata": {"labels": {"app": "workflow-controller"}}, "spec": {"containers": [
+                 {"name": "workflow-controller", "image": "quay.io/argoproj/workflow-controller:v3.5.8"}]}}}},
+        {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": {
+            "name": "argo-workflows", "namespace": "argo"}, "spec": {"groups": [{"name": "argo", "rules": [
+                {"alert": "WorkflowsPiling", "expr": "sum(argo_workflows_count{status=\"Pending\"}) > 50"}]}]}}]}))
+    code, out, _ = _run(str(bundle), "--to", "v2.10.12", "--to-workflows", "v3.6.0", "-o", "json")
+    [renamed] = [f for f in json.loads(out)["findings"] if f["title"].startswith("Argo Workflows v3.6.0: Built-in")]
+    assert code == 1 and any("reads argo_workflows_count" in e["excerpt"] for e in renamed["evidence"])

@@ -13,7 +13,8 @@ from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.facts.upgrades import hit
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 
-PRODUCTS = {"argo-cd": "Argo CD", "argocd-image-updater": "Argo CD Image Updater"}
+PRODUCTS = {"argo-cd": "Argo CD", "argocd-image-updater": "Argo CD Image Updater", "argo-rollouts": "Argo Rollouts",
+            "argo-workflows": "Argo Workflows", "argo-events": "Argo Events"}
 
 
 def version_text(version: knowledge.Version) -> str:

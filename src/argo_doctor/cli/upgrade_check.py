@@ -27,15 +27,20 @@ from argo_doctor.snapshot import Snapshot
               help="The installed Argo CD release (default: read from the images of its components).")
 @click.option("--to-image-updater", "image_updater", metavar="vX.Y.Z",
               help="The Argo CD Image Updater release to upgrade to (default: its documented changes after the "
-                   "installed one, at medium at most).")
+                   "installed one, at medium at most; so for the next three).")
+@click.option("--to-rollouts", "rollouts", metavar="vX.Y.Z", help="The Argo Rollouts release to upgrade to.")
+@click.option("--to-workflows", "workflows", metavar="vX.Y.Z", help="The Argo Workflows release to upgrade to.")
+@click.option("--to-events", "events", metavar="vX.Y.Z", help="The Argo Events release to upgrade to.")
 @click.option("-o", "--output", type=click.Choice(sorted(REPORTERS)), default="table", show_default=True,
               help="As scan: table, wide, json, markdown, html, sarif or junit.")
 @click.option("--details", "-v", is_flag=True, help="Each change in full: why, evidence, fix (table output).")
 @live_options
-def upgrade_check(paths: tuple[Path, ...], target: str, current: str | None, image_updater: str | None, output: str,
-                  details: bool, **live_kwargs: Any) -> None:
+def upgrade_check(paths: tuple[Path, ...], target: str, current: str | None, image_updater: str | None,
+                  rollouts: str | None, workflows: str | None, events: str | None, output: str, details: bool,
+                  **live_kwargs: Any) -> None:
     """List each breaking or behaviour change documented in Argo CD's upgrading guides between the installed release
-    and --to that applies to this installation (and in the Image Updater's notes, up to --to-image-updater), with
+    and --to that applies to this installation (and in the Image Updater's, Rollouts', Workflows' and Events' notes,
+    up to --to-image-updater, --to-rollouts, --to-workflows, --to-events), with
     the evidence (the setting, the RBAC policy line, the metric an alert or dashboard reads, the objects) and the
     guide's section. Changes that do not apply are not listed; one the objects cannot show is listed at info. The
     table comes from knowledge/upgrades.yaml, one row per change, each with its source.
@@ -54,11 +59,15 @@ def upgrade_check(paths: tuple[Path, ...], target: str, current: str | None, ima
         if wanted is None:
             raise ConfigError(f"--to {target!r} is not a release (vX.Y.Z)")
         targets = {"argo-cd": wanted}
-        if image_updater is not None:
-            updater = knowledge.parse_version(image_updater)
-            if updater is None:
-                raise ConfigError(f"--to-image-updater {image_updater!r} is not a release (vX.Y.Z)")
-            targets["argocd-image-updater"] = updater
+        for product, option, given in (("argocd-image-updater", "--to-image-updater", image_updater),
+                                       ("argo-rollouts", "--to-rollouts", rollouts),
+                                       ("argo-workflows", "--to-workflows", workflows),
+                                       ("argo-events", "--to-events", events)):
+            if given is not None:
+                version = knowledge.parse_version(given)
+                if version is None:
+                    raise ConfigError(f"{option} {given!r} is not a release (vX.Y.Z)")
+                targets[product] = version
         check = UpgradeCheck(targets, {})
         snap = guard.watch(snapshot(paths, Path(workdir), live_args(live_kwargs), needs_for([check])))
         check.installed = _installed(snap, current)
