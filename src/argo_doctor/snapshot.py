@@ -670,6 +670,14 @@ class Snapshot:
                     break
         return found
 
+    def component(self, name: str) -> Component | None:
+        """The first component of that name (`repo-server`, `application-controller`…), None when absent."""
+        return next((c for c in self.components if c.name == name), None)
+
+    def config_map(self, name: str) -> Obj | None:
+        """The first ConfigMap of that name, in whatever namespace holds it (argocd-cm, argocd-rbac-cm…)."""
+        return next((c for c in self.of_kind("ConfigMap", "") if c.name == name), None)
+
     def app_resources(self, app: Obj) -> list[tuple[dict[str, Any], Obj | None]]:
         """The resources an Application manages: `status.resources` entries with the live object."""
         result = []

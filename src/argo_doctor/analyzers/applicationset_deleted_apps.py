@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, plural
-from argo_doctor.facts.applicationsets import FINALIZER, owned, policy_of
+from argo_doctor.facts.applicationsets import FINALIZER, policy_of
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
@@ -53,7 +53,7 @@ class ApplicationSetDeletedApps(Analyzer):
             events = [e for e in ctx.snap.events_about("ApplicationSet", appset.name)
                       if e.reason == "Deleted" and (e.involved is None or e.involved.namespace == appset.namespace)]
             deleted = list(dict.fromkeys(m["app"] for e in events if (m := DELETED.search(e.message))))
-            going = [a for a in owned(ctx.snap, appset) if a.meta.get("deletionTimestamp")]
+            going = [a for a in ctx.snap.children(appset, "Application") if a.meta.get("deletionTimestamp")]
             lines = self._lines.get(appset.name, [])
             if deleted or going:
                 yield _finding(appset, policy.name, policy.source, policy.preserve, deleted, going,

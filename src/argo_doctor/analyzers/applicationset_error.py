@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import object_evidence, plural
-from argo_doctor.facts.applicationsets import FINALIZER, owned, policy_of
+from argo_doctor.facts.applicationsets import FINALIZER, policy_of
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.metrics import Sample
@@ -61,7 +61,7 @@ def _finding(ctx: Context, appset: Obj, index: int, condition: dict[str, object]
     reason = str(condition.get("reason") or "")
     message = str(condition.get("message") or "")
     what = REASONS.get(reason, "the controller reports an error")
-    apps = owned(ctx.snap, appset)
+    apps = ctx.snap.children(appset, "Application")
     parts = [f"ApplicationSet {appset.namespace}/{appset.name} reports an error: {what} ({reason or 'no reason'}: "
              f"{message})."]
     evidence: list[Evidence] = [object_evidence(appset, f".status.conditions[{index}]",

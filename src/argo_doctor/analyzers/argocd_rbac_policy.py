@@ -58,7 +58,7 @@ class ArgocdRbacPolicy(Analyzer):
             del self._denied[key][:-1]
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
-        cm = next((c for c in ctx.snap.of_kind("ConfigMap", "") if c.name == "argocd-rbac-cm"), None)
+        cm = ctx.snap.config_map("argocd-rbac-cm")
         if cm is None:
             return
         projects = ctx.snap.of_kind("AppProject", "argoproj.io")

@@ -18,10 +18,16 @@ from typing import ClassVar
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
-from argo_doctor.facts.clusters import credentials_refused, destination_server, refused_conditions, servers_by_name
+from argo_doctor.facts.clusters import (
+    cluster_secrets,
+    credentials_refused,
+    destination_server,
+    refused_conditions,
+    servers_by_name,
+)
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
-from argo_doctor.sources.argocd_secrets import KEY, SECRET_TYPE
+from argo_doctor.sources.argocd_secrets import KEY
 from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.objects import as_list, mapping
 from argo_doctor.timeutil import format_time, parse_time
@@ -56,14 +62,18 @@ class ClusterCredentialsExpired(Analyzer):
         down = {str(m.labels.get("server") or "").rstrip("/"): m for m in ctx.snap.metrics(
             ("argocd_cluster_connection_status",)) if m.value == 0}
         warn = timedelta(days=ctx.option(self.id, "warn-days", 14))
-        for secret in ctx.snap.of_kind("Secret", ""):
-            if secret.labels.get(SECRET_TYPE) != "cluster":
-                continue
+        names = servers_by_name(ctx.snap)
+        by_server: dict[str, list[Obj]] = defaultdict(list)
+        for app in ctx.snap.applications():
+            by_server[destination_server(app, names)].append(app)
+        for secret in cluster_secrets(ctx.snap):
             facts = mapping(secret.raw.get(KEY))
             server = str(facts.get("server") or "").rstrip("/")
             if not server:
                 continue
-            apps, conditions = _destination(ctx, server)
+            apps = by_server.get(server, [])
+            conditions = [(app, index, message) for app in apps for index, message in refused_conditions(app)
+                          if server in message]
             lines = self._lines.get(server, [])
             expiries = [(what, when) for what, key in (("bearer token", "tokenExpiresAt"),
                                                        ("client certificate", "certNotAfter"))
@@ -71,7 +81,7 @@ class ClusterCredentialsExpired(Analyzer):
             expired = [(w, t) for w, t in expiries if t <= now]
             soon = [(w, t) for w, t in expiries if now < t <= now + warn]
             if expired or conditions or lines:
-                finding = self._refused(secret, facts, server, apps, conditions, lines, expired, now)
+                finding = self._refused(secret, facts, server, apps, conditions, lines, expired)
                 if server in down:
                     sample = down[server]
                     finding.evidence.append(Evidence("metric", sample.location,
@@ -82,7 +92,7 @@ class ClusterCredentialsExpired(Analyzer):
 
     def _refused(self, secret: Obj, facts: dict[str, object], server: str, apps: list[Obj],
                  conditions: list[tuple[Obj, int, str]], lines: list[LogRecord],
-                 expired: list[tuple[str, datetime]], now: datetime) -> Finding:
+                 expired: list[tuple[str, datetime]]) -> Finding:
         auth = [str(a) for a in as_list(facts.get("auth"))]
         name = str(facts.get("name") or server)
         evidence: list[Evidence] = []
@@ -151,14 +161,3 @@ def _expiring(secret: Obj, name: str, server: str, apps: list[Obj], soon: list[t
                                 command=f"argocd cluster get {server}", docs=DOCS),
     )
 
-
-def _destination(ctx: Context, server: str) -> tuple[list[Obj], list[tuple[Obj, int, str]]]:
-    """The Applications deploying to the cluster, and their conditions that say it refused Argo CD's credentials."""
-    apps, conditions = [], []
-    names = servers_by_name(ctx.snap)
-    for app in ctx.snap.applications():
-        if destination_server(app, names) != server:
-            continue
-        apps.append(app)
-        conditions += [(app, index, message) for index, message in refused_conditions(app) if server in message]
-    return apps, conditions

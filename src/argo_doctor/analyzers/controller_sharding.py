@@ -65,7 +65,7 @@ class ControllerSharding(Analyzer):
             self._ignored[match.group("server").rstrip("/")][record.file.pod] = record
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
-        controller = next((c for c in ctx.snap.components if c.name == "application-controller"), None)
+        controller = ctx.snap.component("application-controller")
         if controller is None or controller.workload is None:
             return
         workload = controller.workload

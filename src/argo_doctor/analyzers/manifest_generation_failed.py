@@ -112,8 +112,8 @@ class ManifestGenerationFailed(Analyzer):
                 yield _own_cause(app, own[0])
             else:
                 load.append((app, errors[0]))
-        for (_, url), hit in reach.items():
-            yield _repository(ctx, url, hit)
+        for hit in reach.values():
+            yield _repository(ctx, hit)
         if load:
             yield self._load(ctx, load)
 
@@ -136,7 +136,7 @@ class ManifestGenerationFailed(Analyzer):
         parts = [f"{plural(len(hit), 'Application')} cannot be compared because the repo-server did not render "
                  f"them: {'; '.join(said)}."]
         fixes = []
-        repo = _component(ctx, "repo-server")
+        repo = ctx.snap.component("repo-server")
         oom = _oom_kills(repo) if repo is not None else []
         for pod, name, restarts, limit, when in oom:
             parts.append(f"Its pod {pod.name} was killed for running out of memory (container {name}, memory limit "
@@ -255,7 +255,7 @@ def _repo_url(app: Obj, error: GenerationError) -> str:
     return str(sources[min(number, len(sources)) - 1].get("repoURL") or "")
 
 
-def _repository(ctx: Context, url: str, hit: list[tuple[Obj, GenerationError]]) -> Finding:
+def _repository(ctx: Context, hit: list[tuple[Obj, GenerationError]]) -> Finding:
     """Applications that cannot reach one repository for one reason: the reason, and the credentials Argo CD sends."""
     app, error = hit[0]
     row = error.row
@@ -298,10 +298,6 @@ def _repository(ctx: Context, url: str, hit: list[tuple[Obj, GenerationError]]) 
     )
 
 
-def _component(ctx: Context, name: str) -> Component | None:
-    return next((c for c in ctx.snap.components if c.name == name), None)
-
-
 def _oom_kills(repo: Component) -> list[tuple[Obj, str, int, str, str]]:
     """(pod, container, restarts, memory limit, when) of the repo-server's containers last killed out of memory."""
     found = []
@@ -327,9 +323,9 @@ def _timeouts(ctx: Context, repo: Component | None) -> _Timeouts:
         container = main_container(ctx.snap, component, CONTAINER_HINTS.get(component.name, ""))
         return resolve(ctx.snap, container, flag, env, default) if container is not None else None
     return _Timeouts(
-        controller=setting(_component(ctx, "application-controller"), "repo-server-timeout-seconds",
+        controller=setting(ctx.snap.component("application-controller"), "repo-server-timeout-seconds",
                            "ARGOCD_APPLICATION_CONTROLLER_REPO_SERVER_TIMEOUT_SECONDS", "60"),
-        server=setting(_component(ctx, "server"), "repo-server-timeout-seconds",
+        server=setting(ctx.snap.component("server"), "repo-server-timeout-seconds",
                        "ARGOCD_SERVER_REPO_SERVER_TIMEOUT_SECONDS", "60"),
         execution=setting(repo, None, "ARGOCD_EXEC_TIMEOUT", "90s"),
         parallelism=setting(repo, "parallelismlimit", "ARGOCD_REPO_SERVER_PARALLELISM_LIMIT", "0"),

@@ -28,7 +28,6 @@ Key = tuple[str, str, str]
 """(kind, namespace, name) of an object."""
 Placed = tuple[str, str, str, str]
 """(destination cluster, kind, namespace, name): objects of the same name on two clusters are two objects."""
-"""(kind, namespace, name)."""
 
 
 class SharedResource(Analyzer):

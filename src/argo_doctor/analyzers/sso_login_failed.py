@@ -68,7 +68,7 @@ class SsoLoginFailed(Analyzer):
             del self._lines[:-MAX_LINES]
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
-        cm = next((c for c in ctx.snap.of_kind("ConfigMap", "") if c.name == "argocd-cm"), None)
+        cm = ctx.snap.config_map("argocd-cm")
         if cm is None:
             return
         data = config_data(cm)

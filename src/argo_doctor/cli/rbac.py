@@ -77,7 +77,7 @@ def can(subject: str, action: str, resource: str, obj: str, policy_file: Path | 
             policy = policy_of(data, builtin=use_builtin_policy)
         else:
             snap = snapshot(paths, Path(workdir), live, NEEDS)
-            cm = next((c for c in snap.of_kind("ConfigMap", "") if c.name == "argocd-rbac-cm"), None)
+            cm = snap.config_map("argocd-rbac-cm")
             if cm is None:
                 raise ConfigError("no argocd-rbac-cm ConfigMap in the input: give it with --policy-file")
             data = config_data(cm)

@@ -39,7 +39,7 @@ def policy_of(snap: Snapshot, appset: Obj) -> Policy:
     """The effective policy of an ApplicationSet (the controller's settings read as it reads them)."""
     sync = mapping(appset.spec.get("syncPolicy"))
     own = str(sync.get("applicationsSync") or "")
-    controller = next((c for c in snap.components if c.name == "applicationset-controller"), None)
+    controller = snap.component("applicationset-controller")
     container = main_container(snap, controller, CONTAINER_HINTS.get("applicationset-controller", "")) \
         if controller is not None else None
     evidence: list[Evidence] = []
@@ -58,7 +58,3 @@ def policy_of(snap: Snapshot, appset: Obj) -> Policy:
     return Policy(policy if policy in POLICIES else "sync", source, tuple(evidence),
                   bool(sync.get("preserveResourcesOnDeletion")))
 
-
-def owned(snap: Snapshot, appset: Obj) -> list[Obj]:
-    """The Applications that name the ApplicationSet as their controller owner."""
-    return [a for a in snap.children(appset, "Application")]

@@ -17,10 +17,6 @@ MAX_EVIDENCE = 4
 DASHBOARDS = re.compile(r"grafana|dashboard", re.I)
 
 
-def _config_map(snap: Snapshot, name: str) -> Obj | None:
-    return next((c for c in snap.of_kind("ConfigMap", "") if c.name == name), None)
-
-
 def _evidence(obj: Obj, path: str, excerpt: str) -> Evidence:
     return Evidence("object", obj.location, f"{obj.ref} {path}: {excerpt}")
 
@@ -33,14 +29,14 @@ def hit(snap: Snapshot, change: UpgradeChange) -> list[Evidence] | None:
     if kind == "always":
         return [Evidence("object", "", str(detect.get("note") or "applies to every installation"))]
     if kind in ("cm-key-absent", "cm-key-present"):
-        cm = _config_map(snap, str(detect.get("configmap")))
+        cm = snap.config_map(str(detect.get("configmap")))
         if cm is None:
             return None
         data = config_data(cm)
         key = str(detect.get("key"))
         present = key in data and data[key].strip() != ""
         if kind == "cm-key-absent":
-            rbac = _config_map(snap, "argocd-rbac-cm")
+            rbac = snap.config_map("argocd-rbac-cm")
             exempt = rbac is not None and config_data(rbac).get("policy.default", "").strip() in [
                 str(r) for r in detect.get("unless-default-role") or []]
             return [_evidence(cm, ".data", f"no key {key}: the default applies")] if not present and not exempt else []
@@ -51,7 +47,7 @@ def hit(snap: Snapshot, change: UpgradeChange) -> list[Evidence] | None:
             return [_evidence(cm, f".data[{key!r}]", f"{key}: {data[key].strip()[:80]}")]
         return []
     if kind == "rbac-line":
-        cm = _config_map(snap, "argocd-rbac-cm")
+        cm = snap.config_map("argocd-rbac-cm")
         if cm is None:
             return None
         policy = policy_of(config_data(cm), snap.of_kind("AppProject", "argoproj.io"), builtin=False)
