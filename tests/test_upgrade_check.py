@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,11 +14,14 @@ from click.testing import CliRunner
 
 from argo_doctor import knowledge
 from argo_doctor.cli import main
+from argo_doctor.facts.upgrades import dex_user
 from tests.conftest import EXAMPLES
 from tests.report.contract import validate
 
 BASIC = EXAMPLES / "argocd-basic"
-KINDS = {"always", "cm-key-absent", "cm-key-present", "rbac-line", "metric-referenced", "object-present", "manual"}
+KINDS = {"always", "cm-key-absent", "cm-key-present", "rbac-line", "metric-referenced", "object-present",
+         "workflow-field", "dex-subject", "manual"}
+READINESS = EXAMPLES / "incidents" / "upgrade-readiness"
 
 
 def _run(*args: str) -> tuple[int, str, str]:
@@ -104,3 +108,63 @@ def test_workflows_renamed_metrics_are_found_in_the_alerts_that_read_them(tmp_pa
     code, out, _ = _run(str(bundle), "--to", "v2.10.12", "--to-workflows", "v3.6.0", "-o", "json")
     [renamed] = [f for f in json.loads(out)["findings"] if f["title"].startswith("Argo Workflows v3.6.0: Built-in")]
     assert code == 1 and any("reads argo_workflows_count" in e["excerpt"] for e in renamed["evidence"])
+
+
+def _high(doc: dict[str, Any]) -> dict[str, list[str]]:
+    return {f["title"]: [e["excerpt"] for e in f["evidence"]] for f in doc["findings"] if f["severity"] == "high"}
+
+
+def test_the_upgrade_readiness_example_lists_what_each_target_breaks_with_its_evidence() -> None:
+    code, out, _ = _run(str(READINESS), "--to", "v3.0.12", "--to-workflows", "v4.0.0", "--to-image-updater", "v1.0.0",
+                        "-o", "json")
+    doc = json.loads(out)
+    validate(doc)
+    high = _high(doc)
+    assert code == 1 and len(high) == 13
+    [dex] = [e for t, e in high.items() if "federated_claims.user_id" in t]
+    assert "policy.csv line 1: subject Cgc1MjMwNDE3EgZn… is Dex's encoding of user 5230417 (connector github)" in dex[0]
+    assert not any("Cgc1MjMwNDE3EgZnaXRodWI" in e for e in dex)  # the subject is cut, as a line of a policy is long
+    [metrics] = [e for t, e in high.items() if "metrics removed" in t]
+    assert any(e.startswith("PrometheusRule/monitoring/argocd-alerts") for e in metrics)
+    assert any(e.startswith("ConfigMap/monitoring/grafana-dashboard-argocd") for e in metrics)
+    [semaphore] = [e for t, e in high.items() if "synchronization.semaphore" in t]
+    assert semaphore[0].startswith("WorkflowTemplate/batch/ledger-close .spec.templates[reconcile].synchronization")
+    [mutex] = [e for t, e in high.items() if "synchronization.mutex" in t]
+    assert mutex[0].startswith("CronWorkflow/batch/ledger-nightly .spec.workflowSpec.synchronization.mutex")
+    [legacy] = [e for t, e in high.items() if "`repositories` in argocd-cm" in t]
+    assert "\n" not in legacy[0] and legacy[0].endswith("- url: https://github.com/initech/platform-config.git - url: "
+                                                         "https://github.com/")
+    # upgrade-check reads PrometheusRules: no note calls them unread
+    assert not any("no check reads" in p["message"] for p in doc["errors"])
+
+
+def test_a_patch_target_lists_no_argo_cd_change_of_the_example_and_the_other_products_at_medium_at_most() -> None:
+    code, out, _ = _run(str(READINESS), "--to", "v2.14.12", "-o", "json")
+    findings = json.loads(out)["findings"]
+    assert code == 0 and findings and not any(f["title"].startswith("Argo CD v") for f in findings)
+    assert {f["severity"] for f in findings} <= {"medium", "info"}
+
+
+@pytest.mark.parametrize(("subject", "user"), [
+    ("Cgc1MjMwNDE3EgZnaXRodWI", ("5230417", "github")),
+    ("CiQwOGE4Njg0Yi1kYjg4LTRiNzMtOTBhOS0zY2QxNjYxZjU0NjYSBWxvY2Fs", ("08a8684b-db88-4b73-90a9-3cd1661f5466", "local")),
+    ("Cg9kZXZAZXhhbXBsZS5jb20SBmdpdGh1Yg==", ("dev@example.com", "github")),
+    ("role:admin", None), ("initech:platform", None), ("Administrators", None), ("dev@example.com", None),
+    # the guide's own illustration: its lengths do not match its fields, so no Dex wrote it
+    ("ChdleGFtcGxlQGFyZ29wcm9qLmlvEgJkZXhfY29ubl9pZA", None),
+    ("CgcxMjM0NTY3", None),  # the user id alone: no connector field
+])
+def test_dex_subjects_are_told_from_user_and_group_names(subject: str, user: tuple[str, str] | None) -> None:
+    assert dex_user(subject) == user
+
+
+def test_dex_without_encoded_subjects_in_the_policy_is_not_hit_by_the_subject_change(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(READINESS, bundle)
+    objects = bundle / "objects" / "argocd" / "argocd.yaml"
+    objects.write_text(objects.read_text().replace("g, Cgc1MjMwNDE3EgZnaXRodWI, role:admin", "g, ops@initech.example, "
+                                                                                              "role:admin"))
+    _, out, _ = _run(str(bundle), "--to", "v3.0.12", "-o", "json")
+    titles = [f["title"] for f in json.loads(out)["findings"]]
+    assert not any("federated_claims.user_id" in t for t in titles)
+    assert any("`repositories` in argocd-cm" in t for t in titles)

@@ -208,7 +208,7 @@ def run_scan(
         if outcome.crashed:
             crashed.append(analyzer.id)
     snap.problems.extend(Problem(p.location, p.message, p.kind) for p in health.problems)
-    snap.problems.extend(unknown_kinds(snap, health.scripts))
+    snap.problems.extend(unknown_kinds(snap, health.scripts, needs_for(analyzers).kinds))
     snap.problems.extend(missing_inputs(snap, analyzers))
     cleaned: dict[str, str] = {}
     for group in groups:
@@ -373,10 +373,10 @@ def missing_inputs(snap: Snapshot, analyzers: list[Analyzer]) -> list[Problem]:
     return notes
 
 
-def unknown_kinds(snap: Snapshot, scripts: LuaHealthScripts) -> list[Problem]:
-    """One note for the kinds that neither Kubernetes, Argo, a CRD in the input, a health customization nor Argo CD's
-    built-in health scripts know (a ServiceMonitor, a kustomization.yaml): indexed and read by no check, which is no
-    error in the input."""
+def unknown_kinds(snap: Snapshot, scripts: LuaHealthScripts, read: frozenset[str] = frozenset()) -> list[Problem]:
+    """One note for the kinds that neither Kubernetes, Argo, a CRD in the input, a health customization, Argo CD's
+    built-in health scripts nor the rules run (`read`: their needs) know (a ServiceMonitor, a kustomization.yaml):
+    indexed and read by no check, which is no error in the input."""
     defined: set[tuple[str, str]] = set()
     for crd in snap.of_kind("CustomResourceDefinition", "apiextensions.k8s.io"):
         names = crd.spec.get("names")
@@ -385,7 +385,8 @@ def unknown_kinds(snap: Snapshot, scripts: LuaHealthScripts) -> list[Problem]:
     known = knowledge.known_kinds()
     unknown: list[list[Obj]] = []
     for group, kind in sorted(snap.kinds()):
-        if (group, kind) in known or (group, kind) in defined or scripts.script_for(group, kind) is not None:
+        if (group, kind) in known or (group, kind) in defined or scripts.script_for(group, kind) is not None \
+                or f"{group}/{kind}".lstrip("/") in read:
             continue
         if knowledge.has_builtin_lua(group, kind):  # Argo CD knows it: health_assessor's note names it
             continue

@@ -107,3 +107,31 @@ def test_a_step_rolling_out_normally_or_recently_is_not_held(tmp_path: Path) -> 
     def recent(items: list[dict[str, Any]], _: list[dict[str, Any]]) -> None:
         _appset(items, "regions")["status"]["applicationStatus"][1]["lastTransitionTime"] = "2026-11-30T16:00:00Z"
     assert _scan(tmp_path / "b", recent, "applicationset-rollout-stuck") == []
+
+
+def test_the_controller_s_failed_attempts_say_since_when_it_fails(tmp_path: Path) -> None:
+    [error] = _scan(tmp_path, None, "applicationset-error")
+    assert "10 failed attempts from 2026-11-30 15:41:07 to 16:08:16 UTC" in error["summary"]
+    logged = [e for e in error["evidence"] if e["kind"] == "log"]
+    assert [e["location"].rsplit(":", 1)[1] for e in logged] == ["1", "15"]
+    assert all("unable to generate applications: error listing repos" in e["excerpt"] for e in logged)
+
+
+def test_failed_attempts_of_an_application_set_the_input_lacks_are_low_and_say_so(tmp_path: Path) -> None:
+    def without_team_apps(objects: list[dict[str, Any]], _apps: list[dict[str, Any]]) -> None:
+        objects.remove(_appset(objects, "team-apps"))
+
+    [error] = _scan(tmp_path, without_team_apps, "applicationset-error")
+    assert error["severity"] == "low" and error["objects"][0]["name"] == "team-apps"
+    assert "cannot be told" in error["summary"] and "403 API rate limit exceeded" in error["summary"]
+
+
+def test_failed_attempts_before_a_success_are_history(tmp_path: Path) -> None:
+    def recovered(objects: list[dict[str, Any]], _apps: list[dict[str, Any]]) -> None:
+        appset = _appset(objects, "team-apps")
+        appset["status"]["conditions"] = [{
+            "type": "ErrorOccurred", "status": "False", "reason": "ApplicationSetUpToDate",
+            "message": "Successfully generated parameters for all Applications",
+            "lastTransitionTime": "2026-11-30T16:21:00Z"}]
+
+    assert _scan(tmp_path, recovered, "applicationset-error") == []

@@ -357,3 +357,17 @@ def test_kubeconfig_problems_are_one_line(tmp_path: Path) -> None:
         (line,) = result.output.strip().splitlines()
         assert line.startswith("argo-doctor: error: cannot use the cluster configuration: ")
         assert str(tmp_path / "kubeconfig") in line
+
+
+@pytest.mark.parametrize("served", [ROOT / "examples" / "incidents" / "upgrade-readiness"], ids=["upgrade-readiness"],
+                         indirect=True)
+def test_upgrade_check_live_reads_what_its_rows_need(served: tuple[FakeApiServer, Path]) -> None:
+    api, kubeconfig = served
+    args = ("--to", "v3.0.12", "--to-workflows", "v4.0.0", "-o", "json")
+    from_live = _cli("upgrade-check", "--live", "--kubeconfig", kubeconfig, "-q", *args)
+    from_bundle = _cli("upgrade-check", ROOT / "examples" / "incidents" / "upgrade-readiness", *args)
+    assert from_live.exit_code == from_bundle.exit_code == 1, from_live.output
+    assert _ids(from_live) == _ids(from_bundle)
+    assert any("CronWorkflow/batch/ledger-nightly" in e["excerpt"] for f in json.loads(from_live.stdout)["findings"]
+               for e in f["evidence"])
+    assert {r.method for r in api.requests} == {"GET"}

@@ -4,20 +4,24 @@ The controller writes `ErrorOccurred` (True) with the reason and the raw error o
 (applicationset/controllers/applicationset_controller.go); on a generator or template error it creates, updates and
 deletes nothing and tries again three minutes later, so new Applications do not appear and changes are not applied.
 The finding says what failed (a generator, an SCM provider's rate limit with `argocd_github_api_rate_limit_remaining`
-when present, the template, a name two Applications share, a project that does not exist) and, since a generator
-that returns nothing instead deletes what it made, what the ApplicationSet's policy would let it delete.
+when present, the template, a name two Applications share, a project that does not exist), since when the
+controller's log has said so (`unable to generate applications`), and, since a generator that returns nothing
+instead deletes what it made, what the ApplicationSet's policy would let it delete. Log lines alone, for an
+ApplicationSet whose status the input lacks, are reported at low.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import object_evidence, plural
+from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
 from argo_doctor.facts.applicationsets import FINALIZER, policy_of
-from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
+from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
+from argo_doctor.sources.logs import LogRecord, LogSignature
 from argo_doctor.sources.metrics import Sample
 from argo_doctor.sources.objects import as_list, mapping
 from argo_doctor.timeutil import parse_time
@@ -37,6 +41,17 @@ HALTS = ("ApplicationGenerationFromParamsError", "RenderTemplateParamsError")
 RATE_LIMIT = re.compile(r"rate limit", re.I)
 DUPLICATE = re.compile(r"contains applications with duplicate name: (?P<name>\S+)")
 NO_PROJECT = re.compile(r"references project (?P<project>\S+) which does not exist")
+FAILED = "unable to generate applications: "
+
+
+@dataclass
+class _Failures:
+    """The controller's `unable to generate applications` lines of one ApplicationSet: how many, first and last."""
+
+    count: int = 0
+    first: LogRecord | None = None
+    last: LogRecord | None = None
+    messages: set[str] = field(default_factory=set)
 
 
 class ApplicationSetError(Analyzer):
@@ -44,20 +59,81 @@ class ApplicationSetError(Analyzer):
 
     id = "applicationset-error"
     title = "ApplicationSet generation fails"
+    signatures = ("argocd.appset-generation-failed",)
     needs = Needs(frozenset({"argoproj.io/ApplicationSet", "argoproj.io/Application"}), metrics=True)
+
+    def __init__(self) -> None:
+        self._failures: dict[tuple[str, str], _Failures] = {}
+
+    def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
+        """Count the controller's failed generations per ApplicationSet (`applicationset=<namespace>/<name>`)."""
+        namespace, _, name = (record.fields.get("applicationset") or "").rpartition("/")
+        if not name or FAILED not in record.message:
+            return
+        failures = self._failures.setdefault((namespace, name), _Failures())
+        failures.count += 1
+        failures.first = failures.first or record
+        failures.last = record
+        if len(failures.messages) < 3:
+            failures.messages.add(record.message.partition(FAILED)[2].strip())
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         remaining = {(m.labels.get("appset_namespace", ""), m.labels.get("appset_name", "")): m
                      for m in ctx.snap.metrics(("argocd_github_api_rate_limit_remaining",))}
+        seen = set()
         for appset in ctx.snap.of_kind("ApplicationSet", "argoproj.io"):
+            key = (appset.namespace, appset.name)
             conditions = [(i, mapping(c)) for i, c in enumerate(as_list(appset.status.get("conditions")))]
             error = next(((i, c) for i, c in conditions if c.get("type") == "ErrorOccurred"
                           and c.get("status") == "True"), None)
             if error is not None:
-                yield _finding(ctx, appset, *error, remaining.get((appset.namespace, appset.name)))
+                yield _finding(ctx, appset, *error, remaining.get(key), self._failures.get(key))
+            if conditions:  # the controller's current verdict: a later success clears the lines before it
+                seen.add(key)
+        for (namespace, name), failures in sorted(self._failures.items()):
+            if (namespace, name) not in seen and failures.last is not None:
+                yield _logged_only(namespace, name, failures)
 
 
-def _finding(ctx: Context, appset: Obj, index: int, condition: dict[str, object], metric: Sample | None) -> Finding:
+def _since(failures: _Failures) -> str:
+    """How long the controller's log shows the generation failing, as a sentence."""
+    if failures.first is None or failures.last is None:
+        return ""
+    first, last = failures.first.time, failures.last.time
+    end = "%H:%M:%S" if first and last and first.date() == last.date() else "%Y-%m-%d %H:%M:%S"
+    span = f" from {first:%Y-%m-%d %H:%M:%S} to {last.strftime(end)} UTC" if first and last else ""
+    return f" The controller's log shows {plural(failures.count, 'failed attempt')}{span}."
+
+
+def _lines(failures: _Failures) -> list[Evidence]:
+    """The first and the last failed attempt's lines."""
+    records = [failures.first, *([failures.last] if failures.last is not failures.first else [])]
+    return [log_evidence(r) for r in records if r is not None]
+
+
+def _logged_only(namespace: str, name: str, failures: _Failures) -> Finding:
+    """A finding from the controller's lines alone: the input holds no status of the ApplicationSet."""
+    assert failures.last is not None
+    message = sorted(failures.messages)[0] if failures.messages else ""
+    return Finding(
+        rule="applicationset-error",
+        severity=Severity.LOW,
+        title=f"ApplicationSet {name}: the controller failed to generate its Applications",
+        summary=(f"The applicationset controller logged `unable to generate applications` for {namespace}/{name}: "
+                 f"{message}.{_since(failures)} The input holds no status of that ApplicationSet, so whether it "
+                 "still fails cannot be told; while it fails, the controller creates, updates and deletes nothing for "
+                 "it."),
+        objects=[Ref("argoproj.io/v1alpha1", "ApplicationSet", namespace, name)],
+        evidence=_lines(failures),
+        remediation=Remediation(text="Read the ApplicationSet's conditions to see whether it still fails, then mend "
+                                     "what the message names.",
+                                command=f"kubectl -n {namespace} get applicationset {name} "
+                                        "-o jsonpath='{.status.conditions}'", docs=DOCS),
+    )
+
+
+def _finding(ctx: Context, appset: Obj, index: int, condition: dict[str, object], metric: Sample | None,
+             failures: _Failures | None) -> Finding:
     reason = str(condition.get("reason") or "")
     message = str(condition.get("message") or "")
     what = REASONS.get(reason, "the controller reports an error")
@@ -84,6 +160,9 @@ def _finding(ctx: Context, appset: Obj, index: int, condition: dict[str, object]
     if metric is not None and metric.value == 0:
         parts.append("argocd_github_api_rate_limit_remaining is 0 for it.")
         evidence.append(Evidence("metric", metric.location, "argocd_github_api_rate_limit_remaining 0"))
+    if failures is not None and failures.last is not None:
+        parts.append(_since(failures).strip())
+        evidence.extend(_lines(failures))
     if reason in HALTS:
         parts.append("Until it succeeds, the controller creates, updates and deletes nothing for it and tries again "
                      "every three minutes: new Applications do not appear and template changes are not applied.")

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.facts.upgrades import hit
+from argo_doctor.facts.upgrades import hit, kinds_read
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 
 PRODUCTS = {"argo-cd": "Argo CD", "argocd-image-updater": "Argo CD Image Updater", "argo-rollouts": "Argo Rollouts",
@@ -26,8 +26,7 @@ class UpgradeCheck(Analyzer):
 
     id = "upgrade-check"
     title = "A documented change of the target release hits this installation"
-    needs = Needs(frozenset({"ConfigMap", "argoproj.io/AppProject", "monitoring.coreos.com/PrometheusRule",
-                             "argoproj.io/ApplicationSet", "argoproj.io/Application"}))
+    needs = Needs(kinds_read())
 
     def __init__(self, targets: dict[str, knowledge.Version],
                  installed: dict[str, tuple[knowledge.Version, list[Evidence]]]) -> None:

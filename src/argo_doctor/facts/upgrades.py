@@ -1,20 +1,37 @@
 """Whether a documented release change (knowledge/upgrades.yaml) hits this installation, and the evidence: a setting
 of the Argo CD ConfigMaps present or absent, an RBAC policy line, a metric that alerts or dashboards read, objects of
-a kind. A change that applies to everyone applies; one that objects cannot show is said to be unknown (None)."""
+a kind, a field of a workflow spec, a Dex-encoded subject in the policy. A change that applies to everyone applies;
+one that objects cannot show is said to be unknown (None)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from typing import Any
 
 from argo_doctor.facts.argocd_policy import matches, policy_of
 from argo_doctor.facts.installation import config_data
-from argo_doctor.knowledge import UpgradeChange
+from argo_doctor.knowledge import UpgradeChange, upgrade_changes
 from argo_doctor.model import Evidence
 from argo_doctor.snapshot import Obj, Snapshot
 
 MAX_EVIDENCE = 4
 DASHBOARDS = re.compile(r"grafana|dashboard", re.I)
+WORKFLOW_SPECS = {"Workflow": ("spec",), "WorkflowTemplate": ("spec",), "ClusterWorkflowTemplate": ("spec",),
+                  "CronWorkflow": ("spec", "workflowSpec")}
+"""Where each Argo Workflows kind keeps its workflow spec."""
+
+
+def kinds_read() -> frozenset[str]:
+    """The kinds the detections read, as Needs spells them (`Kind` for core, `group/Kind`)."""
+    kinds = {"ConfigMap", "argoproj.io/AppProject", "monitoring.coreos.com/PrometheusRule",
+             *(f"argoproj.io/{kind}" for kind in WORKFLOW_SPECS)}
+    for change in upgrade_changes():
+        if change.detect.get("kind") == "object-present":
+            group = str(change.detect.get("apiVersion") or "").rpartition("/")[0]
+            kinds.add(f"{group}/{change.detect['object']}".lstrip("/"))
+    return frozenset(kinds)
 
 
 def _evidence(obj: Obj, path: str, excerpt: str) -> Evidence:
@@ -44,7 +61,7 @@ def hit(snap: Snapshot, change: UpgradeChange) -> list[Evidence] | None:
         if present and "contains" in detect and str(detect["contains"]) not in data[key]:
             return []
         if present and (wanted is None or data[key].strip() == str(wanted)):
-            return [_evidence(cm, f".data[{key!r}]", f"{key}: {data[key].strip()[:80]}")]
+            return [_evidence(cm, f".data[{key!r}]", f"{key}: {' '.join(data[key].split())[:80]}")]
         return []
     if kind == "rbac-line":
         cm = snap.config_map("argocd-rbac-cm")
@@ -85,7 +102,74 @@ def hit(snap: Snapshot, change: UpgradeChange) -> list[Evidence] | None:
                                                                                    (str(value)[:80] if path else
                                                                                     "present"))))
         return found[:MAX_EVIDENCE]
+    if kind == "workflow-field":
+        return _workflow_fields(snap, [str(p) for p in detect.get("where") or []],
+                                [str(p) for p in detect.get("template-where") or []])
+    if kind == "dex-subject":
+        return _dex_subjects(snap)
     return None
+
+
+def _workflow_fields(snap: Snapshot, where: list[str], template_where: list[str]) -> list[Evidence]:
+    """Workflows, templates and CronWorkflows whose workflow spec, or one of its templates, sets the field."""
+    found = []
+    for kind, root in WORKFLOW_SPECS.items():
+        for obj in snap.of_kind(kind, "argoproj.io"):
+            spec = _at(obj.raw, list(root))
+            if not isinstance(spec, dict):
+                continue
+            if where and _at(spec, where) is not None:
+                found.append(_evidence(obj, "." + ".".join([*root, *where]), str(_at(spec, where))[:80]))
+                continue
+            templates = spec.get("templates") if template_where else None
+            for template in templates if isinstance(templates, list) else []:
+                if isinstance(template, dict) and _at(template, template_where) is not None:
+                    found.append(_evidence(obj, f".{'.'.join(root)}.templates[{template.get('name')}]."
+                                           + ".".join(template_where), str(_at(template, template_where))[:80]))
+                    break
+    return found[:MAX_EVIDENCE]
+
+
+def dex_user(subject: str) -> tuple[str, str] | None:
+    """The (user id, connector id) a Dex `sub` encodes (base64 of a protobuf with fields 1 and 2), or None when the
+    subject is not one: Dex's encoding, as the 2.14 → 3.0 upgrading guide decodes it."""
+    if len(subject) < 8 or not re.fullmatch(r"[A-Za-z0-9+/_-]+=*", subject):
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(subject.replace("+", "-").replace("/", "_").rstrip("=") + "==")
+    except (binascii.Error, ValueError):
+        return None
+    fields: list[str] = []
+    for tag in (0x0A, 0x12):
+        if len(raw) < 2 or raw[0] != tag or raw[1] > 127 or len(raw) < 2 + raw[1]:
+            return None
+        try:
+            value = raw[2:2 + raw[1]].decode()
+        except UnicodeDecodeError:
+            return None
+        if not value.isprintable():
+            return None
+        fields.append(value)
+        raw = raw[2 + raw[1]:]
+    return (fields[0], fields[1]) if not raw and fields[0] else None
+
+
+def _dex_subjects(snap: Snapshot) -> list[Evidence] | None:
+    """Policy lines whose subject is a Dex-encoded `sub`, when Dex is configured; [] without Dex or such lines."""
+    cm, rbac = snap.config_map("argocd-cm"), snap.config_map("argocd-rbac-cm")
+    if cm is None or rbac is None:
+        return None
+    if not config_data(cm).get("dex.config", "").strip():
+        return []
+    policy = policy_of(config_data(rbac), snap.of_kind("AppProject", "argoproj.io"), builtin=False)
+    found, seen = [], set()
+    for subject, line in [*((r.subject, r.line) for r in policy.rules), *((g.member, g.line) for g in policy.grants)]:
+        user = dex_user(subject)
+        if user and line.text not in seen:
+            seen.add(line.text)
+            found.append(_evidence(rbac, ".data", f"{line.origin} line {line.number}: subject {subject[:16]}… is "
+                                                  f"Dex's encoding of user {user[0]} (connector {user[1]})"))
+    return found[:MAX_EVIDENCE]
 
 
 def _at(raw: dict[str, Any], path: list[str]) -> Any:
