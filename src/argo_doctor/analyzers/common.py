@@ -103,10 +103,16 @@ def failing_pods(ctx: Context, workload: Obj) -> list[tuple[Obj, Health]]:
     """The workload's pods that are not Healthy, with their health (none for kinds without pods)."""
     if workload.kind not in POD_WORKLOAD_KINDS:
         return []
+    return failing(ctx, ctx.snap.pods_of(workload))
+
+
+def failing(ctx: Context, pods: list[Obj], statuses: tuple[HealthStatus, ...] | None = None
+            ) -> list[tuple[Obj, Health]]:
+    """The given pods that are not Healthy (or whose health is one of `statuses`), with their health."""
     found = []
-    for pod in ctx.snap.pods_of(workload):
+    for pod in pods:
         health = ctx.health.assess(pod.raw)
-        if health is not None and health.status != HealthStatus.HEALTHY:
+        if health is not None and (health.status in statuses if statuses else health.status != HealthStatus.HEALTHY):
             found.append((pod, health))
     return found
 

@@ -207,7 +207,7 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("true", "1", "yes")
 
 
-def _yaml_value(text: str) -> Any:
+def yaml_value(text: str) -> Any:
     """A ConfigMap value parsed as YAML, None when it is not YAML, too large, too deep or an alias bomb."""
     if len(text) > MAX_YAML_VALUE:
         return None
@@ -751,11 +751,11 @@ def notification_services(snap: Snapshot, cm: Obj, subscribed_kind: tuple[str, s
         parts = key.split(".")
         if parts[0] == "service" and len(parts) in (2, 3):
             services[parts[-1]] = (parts[1], key)
-    triggers = {key.split(".", 1)[1]: _yaml_value(value) for key, value in data.items() if key.startswith("trigger.")}
-    templates = {key.split(".", 1)[1]: _yaml_value(value) for key, value in data.items()
+    triggers = {key.split(".", 1)[1]: yaml_value(value) for key, value in data.items() if key.startswith("trigger.")}
+    templates = {key.split(".", 1)[1]: yaml_value(value) for key, value in data.items()
                  if key.startswith("template.")}
-    defaults = [str(t) for t in as_list(_yaml_value(data.get("defaultTriggers", "")))]
-    service_defaults = {key.split(".", 1)[1]: [str(t) for t in as_list(_yaml_value(value))]
+    defaults = [str(t) for t in as_list(yaml_value(data.get("defaultTriggers", "")))]
+    service_defaults = {key.split(".", 1)[1]: [str(t) for t in as_list(yaml_value(value))]
                         for key, value in data.items() if key.startswith("defaultTriggers.")}
     used: dict[str, set[str]] = {name: set() for name in services}
 
@@ -764,7 +764,7 @@ def notification_services(snap: Snapshot, cm: Obj, subscribed_kind: tuple[str, s
             return
         used[service].update([trigger] if trigger else service_defaults.get(service) or defaults)
 
-    for sub in as_list(_yaml_value(data.get("subscriptions", ""))):
+    for sub in as_list(yaml_value(data.get("subscriptions", ""))):
         sub = mapping(sub)
         for recipient in as_list(sub.get("recipients")):
             for trigger in [str(t) for t in as_list(sub.get("triggers"))] or [""]:
@@ -779,7 +779,7 @@ def notification_services(snap: Snapshot, cm: Obj, subscribed_kind: tuple[str, s
                 parts = key[len(SUBSCRIBE):].split(".")
                 subscribe(parts[0] if len(parts) >= 2 else "", parts[1] if len(parts) >= 2 else parts[0])
             elif key.startswith(SUBSCRIPTIONS):
-                for sub in as_list(_yaml_value(value)):
+                for sub in as_list(yaml_value(value)):
                     sub = {str(k).lower(): v for k, v in mapping(sub).items()}
                     for dest in as_list(sub.get("destinations")):
                         dest = {str(k).lower(): v for k, v in mapping(dest).items()}
@@ -794,7 +794,7 @@ def notification_services(snap: Snapshot, cm: Obj, subscribed_kind: tuple[str, s
                     used[name].add(trigger)
     result = []
     for name, (service_type, key) in sorted(services.items()):
-        config = mapping(_yaml_value(data[key]))
+        config = mapping(yaml_value(data[key]))
         url = next((safe_url(str(config[k])) for k in ("url", "apiURL", "address", "server") if config.get(k)), "")
         headers = tuple(str(mapping(h).get("name") or "") for h in as_list(config.get("headers")))
         refs = tuple(sorted(set(re.findall(r"\$([\w-]+)", data[key]))))

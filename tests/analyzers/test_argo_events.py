@@ -1,0 +1,166 @@
+"""events-sensor-not-triggering, events-eventsource-failing, events-eventbus-unhealthy: Argo Events objects, their
+conditions as the reconcilers write them (pkg/reconciler), the sensor's and eventsource's zap JSON lines, the argo
+CLI's stderr line and the Argo CD notifications controller's lines, on the events-pipeline example."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import EXAMPLES, scan_json
+
+BUNDLE = EXAMPLES / "incidents" / "events-pipeline"
+RULES = ("events-sensor-not-triggering", "events-eventsource-failing", "events-eventbus-unhealthy")
+EVENTS = Path("objects") / "argo-events" / "argo-events.yaml"
+ARGOCD = Path("objects") / "argocd" / "argocd.yaml"
+SENSOR_LOG = "restart-batch-sensor-b9v3n-7c9d5b8f4d-0e1f2"
+Change = Callable[[dict[str, list[dict[str, Any]]], Path], None]
+
+
+def _scan(tmp_path: Path, change: Change | None = None) -> list[dict[str, Any]]:
+    """The three rules' findings on a copy of the example, `change({file: items}, bundle)` applied first."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    docs = {str(p): yaml.safe_load((bundle / p).read_text())["items"] for p in (EVENTS, ARGOCD)}
+    if change is not None:
+        change(docs, bundle)
+    for path, items in docs.items():
+        (bundle / path).write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    args = [a for rule in RULES for a in ("--rule", rule)]
+    return list(scan_json(bundle, *args)["findings"])
+
+
+def _obj(items: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    return next(i for i in items if i["kind"] == kind and i["metadata"]["name"] == name)
+
+
+def _log(bundle: Path, pod: str) -> Path:
+    return next((bundle / "logs" / "argo-events" / pod).glob("*.log"))
+
+
+def test_the_pipeline_breaks_at_the_sensor_s_trigger_refused_by_rbac(tmp_path: Path) -> None:
+    findings = _scan(tmp_path)
+    assert sorted(f["rule"] for f in findings) == ["events-eventsource-failing", "events-sensor-not-triggering"]
+    [sensor] = [f for f in findings if f["rule"] == "events-sensor-not-triggering"]
+    assert sensor["severity"] == "high"
+    assert sensor["title"] == "Sensor restart-batch does not trigger: its triggers fail"
+    summary = sensor["summary"]
+    assert "logged 1 failure, the last at 2026-12-01 09:12:04 UTC, and no success since" in summary
+    assert "refuses ServiceAccount argo-events/events-sa to create workflows.argoproj.io in namespace batch" in summary
+    assert "No Role or ClusterRole of the input bound to it grants that" in summary
+    assert "the Sensor's trigger is where it breaks" in summary
+    assert "The last Workflow it created is batch/ledger-close-8kq2d" in summary
+    chain = [sensor["evidence"][link["evidence"]]["excerpt"] for link in sensor["chain"]]
+    assert "Sending notification about condition" in chain[0] and "{batch-events }" in chain[0]
+    assert "Succeeded to publish an event" in chain[1] and "Failed to execute a trigger" in chain[2]
+    assert "kubectl auth can-i create workflows.argoproj.io -n batch --as system:serviceaccount:argo-events:events-sa" \
+        in sensor["remediation"]["text"]
+
+
+def test_notifications_sent_with_the_default_get_to_a_post_route_are_refused(tmp_path: Path) -> None:
+    [source] = [f for f in _scan(tmp_path) if f["rule"] == "events-eventsource-failing"]
+    assert source["title"] == ("EventSource release-notes: Argo CD notifications (release-notes) send GET, it "
+                               "accepts POST")
+    assert "route notes accepts only POST" in source["summary"] and "1 failed delivery" in source["summary"]
+    assert "Set `method: POST` under webhook.release-notes" in source["remediation"]["text"]
+    assert {o["name"] for o in source["objects"]} == {"release-notes", "argocd-notifications-cm"}
+
+
+def test_a_template_that_sets_the_route_s_method_and_a_later_success_leave_only_history(tmp_path: Path) -> None:
+    def mended(docs: dict[str, list[dict[str, Any]]], bundle: Path) -> None:
+        cm = _obj(docs[str(ARGOCD)], "ConfigMap", "argocd-notifications-cm")
+        cm["data"]["template.app-deployed"] = cm["data"]["template.app-deployed"].replace(
+            "  release-notes:\n", "  release-notes:\n    method: POST\n")
+        notifications = next((bundle / "logs" / "argocd").glob("*/*.log"))
+        notifications.write_text("".join(line for line in notifications.read_text().splitlines(keepends=True)
+                                         if "Failed to notify" not in line))
+        log = _log(bundle, SENSOR_LOG)
+        log.write_text(log.read_text() + '2026-12-01T09:20:31.402660000Z {"level":"info","ts":"2026-12-01T09:20:31.4'
+                       '02660Z","logger":"argo-events.sensor","caller":"sensors/listener.go:458","msg":"Successfully '
+                       'processed trigger \'submit-ledger-close\'","sensorName":"restart-batch","triggerName":"submit-'
+                       'ledger-close","triggerType":"ArgoWorkflow"}\n')
+        notes = _log(bundle, "release-notes-eventsource-m4q8t-7c9d5b8f4d-9d0e1")
+        notes.write_text(notes.read_text() + '2026-12-01T09:20:31.1Z {"level":"info","ts":"2026-12-01T09:20:31.1Z","lo'
+                         'gger":"argo-events.eventsource","caller":"eventsources/eventing.go:605","msg":"Succeeded to '
+                         'publish an event","eventSourceName":"release-notes","eventName":"notes"}\n')
+
+    assert _scan(tmp_path, mended) == []
+
+
+def test_a_sensor_without_its_event_bus_is_not_deployed(tmp_path: Path) -> None:
+    def no_bus(docs: dict[str, list[dict[str, Any]]], bundle: Path) -> None:
+        sensor = _obj(docs[str(EVENTS)], "Sensor", "publish-notes")
+        sensor["spec"]["eventBusName"] = "jetstream"
+        sensor["status"]["conditions"] = [
+            {"type": "DependenciesProvided", "status": "Unknown", "lastTransitionTime": "2026-12-01T09:00:00Z"},
+            {"type": "Deployed", "status": "False", "reason": "EventBusNotFound", "message": "EventBus not found.",
+             "lastTransitionTime": "2026-12-01T09:00:00Z"},
+            {"type": "TriggersProvided", "status": "Unknown", "lastTransitionTime": "2026-12-01T09:00:00Z"}]
+
+    [sensor] = [f for f in _scan(tmp_path, no_bus) if f["objects"][0]["name"] == "publish-notes"]
+    assert sensor["title"] == "Sensor publish-notes does not trigger: EventBusNotFound"
+    assert "its EventBus jetstream is not in namespace argo-events" in sensor["summary"]
+    assert "Create EventBus jetstream in argo-events" in sensor["remediation"]["text"]
+
+
+def test_a_bus_whose_servers_crash_shows_healthy_in_argo_cd_and_is_reported(tmp_path: Path) -> None:
+    def crashing(docs: dict[str, list[dict[str, Any]]], bundle: Path) -> None:
+        pod = _obj(docs[str(EVENTS)], "Pod", "eventbus-default-js-2")
+        pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        pod["status"]["containerStatuses"][0].update({
+            "ready": False, "restartCount": 14,
+            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed"}},
+            "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}})
+        log = _log(bundle, "argocd-sync-eventsource-x7k2p-7c9d5b8f4d-8c9d0")
+        log.write_text(log.read_text() + '2026-12-01T09:25:03.200000000Z {"level":"error","ts":"2026-12-01T09:25:03'
+                       '.2Z","logger":"argo-events.eventsource","caller":"base/jetstream.go:47","msg":"Failed to '
+                       'create Stream","eventSourceName":"argocd-sync","error":"failed to add Jetstream stream '
+                       '\\"default\\" '
+                       'for connection &{}: nats: no suitable peers for placement"}\n')
+
+    [bus] = [f for f in _scan(tmp_path, crashing) if f["rule"] == "events-eventbus-unhealthy"]
+    assert bus["title"] == "EventBus default does not carry events: its servers are not up"
+    assert "(2 of 3 ready)" in bus["summary"] and "Argo CD shows the EventBus Healthy all the same" in bus["summary"]
+    assert "`no suitable peers for placement` ×1" in bus["summary"]
+    assert "lower streamConfig replicas" in bus["remediation"]["text"]
+
+
+def test_a_notification_url_that_misses_every_route(tmp_path: Path) -> None:
+    def wrong_path(docs: dict[str, list[dict[str, Any]]], bundle: Path) -> None:
+        cm = _obj(docs[str(ARGOCD)], "ConfigMap", "argocd-notifications-cm")
+        cm["data"]["service.webhook.batch-events"] = cm["data"]["service.webhook.batch-events"].replace(
+            ":12000/argocd", ":12000/argo-cd")
+
+    [source] = [f for f in _scan(tmp_path, wrong_path) if f["objects"][0]["name"] == "argocd-sync"]
+    assert source["title"] == ("EventSource argocd-sync: Argo CD notifications (batch-events) call a path it does "
+                               "not serve")
+    assert "(/argocd on port 12000): the server answers 404" in source["summary"]
+
+
+def test_upstream_objects_without_status_say_nothing(tmp_path: Path) -> None:
+    """Argo Events' own example EventSource, Sensor and EventBus, as users apply them: no status, no finding."""
+    bundle = tmp_path / "upstream"
+    (bundle / "objects").mkdir(parents=True)
+    (bundle / "objects" / "webhook.yaml").write_text(yaml.safe_dump_all([
+        {"apiVersion": "argoproj.io/v1alpha1", "kind": "EventBus", "metadata": {"name": "default"},
+         "spec": {"jetstream": {"version": "latest"}}},
+        {"apiVersion": "argoproj.io/v1alpha1", "kind": "EventSource", "metadata": {"name": "webhook"},
+         "spec": {"service": {"ports": [{"port": 12000, "targetPort": 12000}]},
+                  "webhook": {"example": {"port": "12000", "endpoint": "/example", "method": "POST"}}}},
+        {"apiVersion": "argoproj.io/v1alpha1", "kind": "Sensor", "metadata": {"name": "webhook"},
+         "spec": {"template": {"serviceAccountName": "operate-workflow-sa"},
+                  "dependencies": [{"name": "test-dep", "eventSourceName": "webhook", "eventName": "example"}],
+                  "triggers": [{"template": {"name": "webhook-workflow-trigger", "k8s": {"operation": "create"}}}]}}]))
+    args = [a for rule in RULES for a in ("--rule", rule)]
+    assert scan_json(bundle, *args)["findings"] == []
+
+
+def test_the_example_validates_and_every_finding_names_its_objects() -> None:
+    doc = scan_json(BUNDLE)
+    assert json.dumps(doc)  # the contract's own checks run in scan_json
+    assert all(f["objects"] for f in doc["findings"] if f["rule"] in RULES)
