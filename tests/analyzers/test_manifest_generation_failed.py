@@ -142,7 +142,7 @@ def test_app_unhealthy_and_sync_failed_leave_a_render_error_to_this_rule() -> No
 
 
 @pytest.mark.parametrize("row", knowledge.manifest_errors(), ids=lambda r: r.id)
-def test_each_row_s_example_is_read_as_that_row(row: knowledge.ManifestError) -> None:
+def test_each_row_s_example_is_read_as_that_row(row: knowledge.KnownError) -> None:
     error = explain(row.example)
     assert error.row is not None and error.row.id == row.id
     assert error.code and error.detail and not error.detail.startswith(("rpc error", "Failed to load"))

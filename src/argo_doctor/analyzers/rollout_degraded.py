@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, object_evidence, referenced
+from argo_doctor.facts.analysis import AnalysisOutcome, outcome
 from argo_doctor.facts.rollouts import (
     FAILED_ANALYSIS,
     HASH_LABEL,
@@ -74,6 +75,9 @@ class RolloutDegraded(Analyzer):
                     + " upstream bugs that turn paused Rollouts Degraded: "
                     + ", ".join(f"{b.number} (fixed in {b.fixed})" for b in paused_bugs) + ".")
         runs = _failing_runs(ctx, rollout, verdict)
+        outcomes = [o for o in (outcome(r.raw, rollout.raw) for r in runs) if o is not None]
+        if outcomes:
+            summary += " " + " ".join(o.verdict() for o in outcomes)
         pods = [(p, ctx.snap.get("Pod", p.name, ns, "")) for p in verdict.pods if p.problem][:MAX_PODS]
         evidence = [object_evidence(rollout, ".status.message", f"phase {rollout.status.get('phase') or '?'}: "
                                     f"{verdict.message}", verdict.since)]
@@ -91,11 +95,12 @@ class RolloutDegraded(Analyzer):
         return Finding(
             rule=self.id,
             severity=Severity.HIGH,
-            title=f"Rollout {ns}/{name} is Degraded: {_short(reasons[0]) if reasons else verdict.summary}",
+            title=f"Rollout {ns}/{name} is Degraded: " + (_analysis_title(outcomes) if outcomes else
+                                                          _short(reasons[0]) if reasons else verdict.summary),
             summary=summary,
             objects=objects,
             evidence=evidence,
-            remediation=_remediation(ctx, rollout, verdict, pods[0][0].name if pods else None, paused_bugs),
+            remediation=_remediation(ctx, rollout, verdict, pods[0][0].name if pods else None, paused_bugs, outcomes),
         )
 
 
@@ -128,8 +133,21 @@ def _log_tail(ctx: Context, pod: Obj) -> list[Evidence]:
     return found
 
 
+def _analysis_title(outcomes: list[AnalysisOutcome]) -> str:
+    """`its analysis failed (metric success-rate)`, `its analysis could not measure (…), the release may be fine`, or
+    `its analysis was inconclusive (…)`."""
+    failed = [m.name for o in outcomes if o.kind == "failed" for m in o.metrics]
+    if failed or any(o.kind == "failed" for o in outcomes):
+        return f"its analysis failed ({', '.join(f'metric {m}' for m in failed) or outcomes[0].run})"
+    if all(o.kind == "inconclusive" for o in outcomes):
+        return f"its analysis was inconclusive ({outcomes[0].run})"
+    causes = [m.cause.id for o in outcomes for m in o.metrics if m.cause is not None]
+    return (f"its analysis could not measure ({causes[0] if causes else 'provider error'}), the release may be "
+            "fine")
+
+
 def _remediation(ctx: Context, rollout: Obj, verdict: RolloutVerdict, pod: str | None,
-                 paused_bugs: list[knowledge.KnownBug]) -> Remediation:
+                 paused_bugs: list[knowledge.KnownBug], outcomes: list[AnalysisOutcome]) -> Remediation:
     ns, name = rollout.namespace, rollout.name
     reasons = verdict.reasons
     pods = {(p.problem or "").split(" ", 1)[0].rstrip(":") for p in verdict.pods if p.problem}
@@ -140,10 +158,19 @@ def _remediation(ctx: Context, rollout: Obj, verdict: RolloutVerdict, pod: str |
         steps.append("Fix the Rollout's spec as the InvalidSpec message says and apply it (through Git when Argo CD "
                      "manages it).")
         commands.append(f"kubectl argo rollouts get rollout {name} -n {ns}")
-    if any(r.startswith("AnalysisRun ") for r in reasons):
+    errored = [m for o in outcomes if o.kind == "errored" for m in o.metrics]
+    if any(o.kind == "failed" for o in outcomes) or (not errored and any(r.startswith("AnalysisRun ")
+                                                                          for r in reasons)):
         steps.append("The analysis judged the new version bad: read the failing metric's last value and query. If the "
                      "version is bad, fix it and update the Rollout; if the query or its threshold is wrong, fix the "
                      "AnalysisTemplate; then retry the update.")
+        commands.append(f"kubectl argo rollouts retry rollout {name} -n {ns}")
+    elif errored:
+        known = next((m.cause for m in errored if m.cause is not None), None)
+        steps.append("The analysis did not measure the new version (its measurements errored), so nothing says the "
+                     "version is bad: " + (known.remediation if known else "fix what the measurement's message "
+                                           "names (the provider's address, credentials or the query)")
+                     + " Then retry the update, which runs the analysis again.")
         commands.append(f"kubectl argo rollouts retry rollout {name} -n {ns}")
     elif any(r.startswith("aborted") for r in reasons):
         steps.append("The update was aborted and the stable version serves: find out why (the message says, and the "

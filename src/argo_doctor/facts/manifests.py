@@ -38,7 +38,7 @@ class GenerationError:
     cached: bool
     source: str
     """`source N of M` for a multi-source Application, else ""."""
-    row: knowledge.ManifestError | None
+    row: knowledge.KnownError | None
 
     @property
     def cause(self) -> str:

@@ -67,9 +67,9 @@ def sync_error_advice() -> tuple[SyncErrorAdvice, ...]:
 
 
 @dataclass(frozen=True)
-class ManifestError:
-    """Why the repo-server could not generate manifests: `cause` is load (the repo-server or the call to it),
-    repository (reaching the repository) or source (the Application's own path, chart, values or plugin)."""
+class KnownError:
+    """A known error message and what it means: `cause` groups the rows of a table (manifest errors: load,
+    repository or source; analysis errors: no-data, credentials, unreachable, query, provider, job)."""
 
     id: str
     cause: str
@@ -80,11 +80,9 @@ class ManifestError:
     source: str
 
 
-@cache
-def manifest_errors() -> tuple[ManifestError, ...]:
-    """The known manifest generation errors, in file order (the first match wins)."""
+def _known_errors(name: str) -> tuple[KnownError, ...]:
     return tuple(
-        ManifestError(
+        KnownError(
             id=row["id"],
             cause=row["cause"],
             pattern=re.compile(row["pattern"], re.I),
@@ -93,8 +91,20 @@ def manifest_errors() -> tuple[ManifestError, ...]:
             example=row["example"],
             source=row["source"],
         )
-        for row in load_rows("manifest_errors.yaml")
+        for row in load_rows(name)
     )
+
+
+@cache
+def manifest_errors() -> tuple[KnownError, ...]:
+    """The known manifest generation errors, in file order (the first match wins)."""
+    return _known_errors("manifest_errors.yaml")
+
+
+@cache
+def analysis_errors() -> tuple[KnownError, ...]:
+    """Why an Argo Rollouts measurement errored (the provider's or the evaluation's message), first match wins."""
+    return _known_errors("analysis_errors.yaml")
 
 
 @dataclass(frozen=True)
