@@ -123,6 +123,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         collector_permission_missing,
         component_known_bug,
         controller_sharding,
+        cronworkflow_not_firing,
         deprecated_api_caller,
         events_eventbus_unhealthy,
         events_eventsource_failing,
@@ -146,6 +147,7 @@ def all_analyzers() -> list[type[Analyzer]]:
         sync_failed,
         webhook_blast_radius,
         webhook_ca_mismatch,
+        workflow_pending,
         workload_degraded,
     )
 
@@ -170,6 +172,8 @@ def all_analyzers() -> list[type[Analyzer]]:
         rollout_degraded.RolloutDegraded,
         rollout_analysis_inconclusive.RolloutAnalysisInconclusive,
         workload_degraded.WorkloadDegraded,
+        cronworkflow_not_firing.CronWorkflowNotFiring,
+        workflow_pending.WorkflowPending,
         rbac_missing.RbacMissing,
         rbac_overbroad.RbacOverbroad,
         argocd_rbac_policy.ArgocdRbacPolicy,

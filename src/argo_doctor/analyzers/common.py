@@ -321,7 +321,16 @@ def workflow_fix(workflow: Obj, nodes: list[FailedNode]) -> PodFix:
                  "were deleted and logs are not archived). ")
         command = f"argo logs {name} -n {ns}"
     refused = next((hook for hook in (failed_webhook_name(n.message) for n in nodes) if hook), None)
-    if refused:
+    messages = " ".join([str(workflow.status.get("message") or ""), *(n.message for n in nodes)])
+    if "workflowtaskresults.argoproj.io is forbidden" in messages or 'cannot patch resource "pods"' in messages:
+        text += ("The executor (the wait container) was refused by the API server: the Workflow's ServiceAccount "
+                 "needs create and patch on workflowtaskresults.argoproj.io (v3.4 and later; pods get/patch before), "
+                 "as Argo Workflows' workflow-rbac page lists. Bind such a Role to it, then retry the Workflow.")
+    elif "artifact storage is not configured" in messages or "failed to resolve artifact repository" in messages:
+        text += ("No artifact repository is configured for it (the controller's artifactRepository, or an "
+                 "artifact-repositories ConfigMap in its namespace): configure one, or give the step's artifacts "
+                 "their own location, then retry the Workflow.")
+    elif refused:
         text += (f"Admission webhook {refused} refused the step's pod: make the webhook callable (see "
                  "webhook-blast-radius and webhook-ca-mismatch), then retry the Workflow (`argo retry`).")
     else:
