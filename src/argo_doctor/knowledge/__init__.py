@@ -102,6 +102,12 @@ def manifest_errors() -> tuple[KnownError, ...]:
 
 
 @cache
+def image_updater_errors() -> tuple[KnownError, ...]:
+    """Why the Image Updater could not read tags or write back (cause registry or write-back), first match wins."""
+    return _known_errors("image_updater_errors.yaml")
+
+
+@cache
 def analysis_errors() -> tuple[KnownError, ...]:
     """Why an Argo Rollouts measurement errored (the provider's or the evaluation's message), first match wins."""
     return _known_errors("analysis_errors.yaml")

@@ -1,0 +1,177 @@
+"""image-updater-failing: Applications whose images the Argo CD Image Updater cannot update, and why.
+
+From the updater's log (v0.x and v1, text or JSON; pkg/argocd/update.go): tags it cannot read (`Could not get tags
+from registry`, `Could not set registry endpoint credentials`, `error fetching metadata for`: credentials, rate
+limits, TLS, an unreachable registry) and new images it cannot write back (`Could not update application spec`: a
+protected branch, a rejected push, Git credentials, the Application's RBAC), each explained from
+knowledge/image_updater_errors.yaml; a later cycle with `errors=0` makes them history. v1's ImageUpdater resources
+add their own verdict: `Ready` False (`ReconcileFailed`: the selection failed) and, without log lines, `Error` True
+(`PartialErrors`); one that selects no Application is reported at low.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from argo_doctor import knowledge
+from argo_doctor.analyzers import Analyzer, Context
+from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
+from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
+from argo_doctor.snapshot import Obj
+from argo_doctor.sources.logs import LogRecord, LogSignature
+from argo_doctor.sources.objects import as_int, as_list, mapping
+
+DOCS = ("https://argocd-image-updater.readthedocs.io/en/stable/basics/update-methods/",
+        "https://argocd-image-updater.readthedocs.io/en/stable/configuration/registries/")
+GROUP = "argocd-image-updater.argoproj.io"
+WRITE_BACK = "image-updater.writeback-failed"
+KEEP = 2
+
+
+@dataclass
+class _Failure:
+    """The lines of one Application's failures of one cause."""
+
+    cause: knowledge.KnownError | None
+    images: set[str] = field(default_factory=set)
+    lines: list[LogRecord] = field(default_factory=list)
+    count: int = 0
+
+
+class ImageUpdaterFailing(Analyzer):
+    """Applications whose images the Image Updater cannot update."""
+
+    id = "image-updater-failing"
+    title = "Image Updater cannot update an Application's images"
+    signatures = ("image-updater.tags-failed", "image-updater.credentials-failed", "image-updater.metadata-failed",
+                  "image-updater.writeback-failed", "image-updater.cycle-results")
+    needs = Needs(frozenset({"argoproj.io/Application", f"{GROUP}/ImageUpdater"}))
+
+    def __init__(self) -> None:
+        self._failures: dict[tuple[str, str], _Failure] = {}
+        self._last_clean: LogRecord | None = None
+        self._last_failure: LogRecord | None = None
+
+    def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
+        """Group the failures by Application and cause; remember the last cycle without errors."""
+        if signature.id == "image-updater.cycle-results":
+            if match is not None and match["errors"] == "0":
+                self._last_clean = record
+            return
+        message = record.message
+        kind = "write-back" if signature.id == WRITE_BACK else "registry"
+        cause = next((e for e in knowledge.image_updater_errors() if e.cause == kind and e.pattern.search(message)),
+                     None)
+        app = record.fields.get("application", "")
+        failure = self._failures.setdefault((app, cause.id if cause else kind), _Failure(cause))
+        image = record.fields.get("image_name") or ""
+        if image:
+            failure.images.add(image)
+        failure.lines.append(record)
+        del failure.lines[:-KEEP]
+        failure.count += 1
+        self._last_failure = record
+
+    def analyze(self, ctx: Context) -> Iterable[Finding]:
+        history = (self._last_clean is not None and self._last_failure is not None
+                   and _after(self._last_clean, self._last_failure))
+        if not history:
+            for (app, kind), failure in sorted(self._failures.items()):
+                yield self._finding(ctx, app, kind, failure)
+        for updater in ctx.snap.of_kind("ImageUpdater", GROUP):
+            finding = self._updater(ctx, updater, bool(self._failures) or self._last_clean is not None)
+            if finding is not None:
+                yield finding
+
+    def _finding(self, ctx: Context, app: str, kind: str, failure: _Failure) -> Finding:
+        cause = failure.cause
+        writing = kind.startswith("write-back") or (cause is not None and cause.cause == "write-back")
+        namespace, _, name = app.rpartition("/")
+        obj = next((a for a in ctx.snap.applications() if a.name == name and (not namespace or
+                                                                              a.namespace == namespace)), None)
+        images = ", ".join(sorted(failure.images)) or "its images"
+        what = ("cannot write the new image back" if writing else f"cannot read the tags of {images}")
+        summary = (f"The Image Updater {what} for Application {app or '(not named by the line)'}: "
+                   f"{plural(failure.count, 'failure')} in its log, the last: "
+                   f"{_short(failure.lines[-1].message)}. "
+                   + (cause.explanation if cause else "The message names the cause.")
+                   + (" Argo CD keeps deploying the old image." if writing else
+                      " Until it can, the image is never updated."))
+        return Finding(
+            rule=self.id,
+            severity=Severity.HIGH,
+            title=f"Image Updater {what} for {name or 'an Application'}" + (f": {cause.id}" if cause else ""),
+            summary=summary,
+            objects=[obj.ref] if obj is not None else [],
+            evidence=[log_evidence(r) for r in failure.lines],
+            remediation=Remediation(text=cause.remediation if cause else "Fix what the message names.",
+                                    command="kubectl -n argocd logs deploy/argocd-image-updater-controller --tail=200",
+                                    docs=DOCS),
+        )
+
+    def _updater(self, ctx: Context, updater: Obj, logged: bool) -> Finding | None:
+        """An ImageUpdater resource whose conditions say it failed (its Error condition only when the log, which says
+        more, is not in the input), or that selects no Application."""
+        conditions = {str(mapping(c).get("type")): (i, mapping(c)) for i, c in
+                      enumerate(as_list(updater.status.get("conditions")))}
+        ready = conditions.get("Ready", (0, {}))
+        error = conditions.get("Error", (0, {}))
+        ref = Ref(f"{GROUP}/v1alpha1", "ImageUpdater", updater.namespace, updater.name)
+        if ready[1].get("status") == "False":
+            return self._condition(updater, ref, ready, Severity.HIGH, "its reconciliation fails")
+        if error[1].get("status") == "True" and not logged:
+            return self._condition(updater, ref, error, Severity.MEDIUM, "its last check had errors")
+        matched = updater.status.get("applicationsMatched")
+        if ready[1].get("status") == "True" and matched is not None and as_int(matched) == 0:
+            apps = [a.name for a in ctx.snap.applications() if a.namespace == updater.namespace]
+            return Finding(
+                rule=self.id,
+                severity=Severity.LOW,
+                title=f"ImageUpdater {updater.namespace}/{updater.name} selects no Application",
+                summary=(f"ImageUpdater {updater.namespace}/{updater.name} matched no Application in its last check "
+                         f"(status.applicationsMatched 0): its applicationRefs' namePattern and labelSelectors "
+                         f"select none of the {plural(len(apps), 'Application')} of namespace {updater.namespace} "
+                         "the input holds (it reads only its own namespace), so it updates nothing."),
+                objects=[ref],
+                evidence=[object_evidence(updater, ".status.applicationsMatched", "0")],
+                remediation=Remediation(text="Fix the applicationRefs (a namePattern is a glob over Application "
+                                             "names; label selectors match the Applications' labels), or create the "
+                                             "ImageUpdater in the Applications' namespace.",
+                                        command=f"kubectl -n {updater.namespace} get imageupdater {updater.name} "
+                                                "-o yaml", docs=DOCS),
+            )
+        return None
+
+    def _condition(self, updater: Obj, ref: Ref, cond: tuple[int, dict[str, object]], severity: Severity,
+                   what: str) -> Finding:
+        index, body = cond
+        text = f"{body.get('type')} {body.get('status')} {body.get('reason')}: {body.get('message')}"
+        evidence: list[Evidence] = [object_evidence(updater, f".status.conditions[{index}]", text)]
+        return Finding(
+            rule=self.id,
+            severity=severity,
+            title=f"ImageUpdater {updater.namespace}/{updater.name}: {what}",
+            summary=f"ImageUpdater {updater.namespace}/{updater.name} reports {text}.",
+            objects=[ref],
+            evidence=evidence,
+            remediation=Remediation(text="Read the updater's log for the failing images or the selection error; a "
+                                         "ReconcileFailed is the applicationRefs (a namePattern or label selector "
+                                         "that does not parse) or listing the Applications.",
+                                    command=f"kubectl -n {updater.namespace} describe imageupdater {updater.name}",
+                                    docs=DOCS),
+        )
+
+
+def _short(message: str, limit: int = 240) -> str:
+    """A message on one line, cut."""
+    text = " ".join(message.replace("\\n", " ").split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _after(later: LogRecord, earlier: LogRecord) -> bool:
+    """Whether a line comes after another (by time, else by place in one file)."""
+    if later.time is not None and earlier.time is not None:
+        return later.time > earlier.time
+    return later.file == earlier.file and later.line > earlier.line
