@@ -58,7 +58,10 @@ DEFAULT_SEVERITY = {
     "cluster-credentials-expired": Severity.HIGH, "redis-unreachable": Severity.HIGH,
     "sso-login-failed": Severity.HIGH, "controller-sharding": Severity.MEDIUM,
     "applicationset-error": Severity.MEDIUM, "applicationset-deleted-apps": Severity.CRITICAL,
-    "applicationset-rollout-stuck": Severity.HIGH,
+    "applicationset-rollout-stuck": Severity.HIGH, "events-eventbus-unhealthy": Severity.HIGH,
+    "events-eventsource-failing": Severity.HIGH, "events-sensor-not-triggering": Severity.HIGH,
+    "rollout-analysis-inconclusive": Severity.MEDIUM, "workflow-pending": Severity.MEDIUM,
+    "cronworkflow-not-firing": Severity.MEDIUM, "image-updater-failing": Severity.HIGH,
 }
 """Each rule's usual severity, its `defaultConfiguration.level` (every result carries its own level)."""
 _LOCATION = re.compile(r"(?P<path>[^\s:#]+):(?P<line>\d+)(?:#\S*)?(?:\s.*)?", re.DOTALL)
