@@ -62,6 +62,7 @@ DEFAULT_SEVERITY = {
     "events-eventsource-failing": Severity.HIGH, "events-sensor-not-triggering": Severity.HIGH,
     "rollout-analysis-inconclusive": Severity.MEDIUM, "workflow-pending": Severity.MEDIUM,
     "cronworkflow-not-firing": Severity.MEDIUM, "image-updater-failing": Severity.HIGH,
+    "rollout-traffic-routing": Severity.HIGH,
 }
 """Each rule's usual severity, its `defaultConfiguration.level` (every result carries its own level)."""
 _LOCATION = re.compile(r"(?P<path>[^\s:#]+):(?P<line>\d+)(?:#\S*)?(?:\s.*)?", re.DOTALL)

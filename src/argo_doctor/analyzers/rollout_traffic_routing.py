@@ -1,0 +1,113 @@
+"""rollout-traffic-routing: a canary Rollout whose traffic router refuses the controller, so the weights of its steps
+are not applied.
+
+From Argo Rollouts (rollout/trafficrouting.go and the routers under rollout/trafficrouting/): a failed SetWeight is a
+Warning Event `TrafficRoutingError` and the worker's `rollout syncHandler error: ...` line; a failed verification
+`WeightVerifyError`; router Events `VirtualServiceNotFound`, `DestinationRuleNotFound`, `TrafficSplitNotCreated`,
+`TargetGroupVerifyError`, `LoadBalancerNotFound`, `VirtualRouterNotFound`, `VirtualNodeNotFound`. A later
+`TrafficWeightUpdated` makes them history. A router object missing from the start makes the Rollout InvalidSpec, which
+rollout-degraded reports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from argo_doctor.analyzers import Analyzer, Context
+from argo_doctor.analyzers.common import event_evidence, log_evidence, plural
+from argo_doctor.facts.rollouts import rollouts
+from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
+from argo_doctor.snapshot import KEvent, Obj
+from argo_doctor.sources.logs import LogRecord, LogSignature
+from argo_doctor.sources.objects import mapping
+
+DOCS = ("https://argo-rollouts.readthedocs.io/en/stable/features/traffic-management/",)
+FAILURES = ("TrafficRoutingError", "WeightVerifyError", "VirtualServiceNotFound", "DestinationRuleNotFound",
+            "TrafficSplitNotCreated", "TargetGroupVerifyError", "LoadBalancerNotFound", "VirtualRouterNotFound",
+            "VirtualNodeNotFound")
+"""Warning Event reasons of Argo Rollouts' traffic routers (rollout/trafficrouting.go, istio, smi, alb, appmesh)."""
+SUCCESS = "TrafficWeightUpdated"
+ROUTER_HINTS = (
+    (re.compile(r"plugin", re.I), "a traffic router plugin (its entry in argo-rollouts-config, its binary, its own "
+                                   "RBAC to the objects it edits)"),
+    (re.compile(r"VirtualService|DestinationRule|istio", re.I), "Istio (the VirtualService's named routes and the "
+                                                                "stable/canary Services in them)"),
+    (re.compile(r"ingress|alb|TargetGroup|load balancer", re.I), "the Ingress (its rules for the stable Service, the "
+                                                                 "canary Ingress the controller creates, the AWS "
+                                                                 "Load Balancer Controller)"),
+    (re.compile(r"TrafficSplit|smi", re.I), "the SMI TrafficSplit (its API version and owner)"),
+)
+KEEP = 2
+
+
+class RolloutTrafficRouting(Analyzer):
+    """Canary Rollouts whose traffic router refuses the controller."""
+
+    id = "rollout-traffic-routing"
+    title = "Rollout traffic routing fails"
+    signatures = ("rollouts.sync-error",)
+    needs = Needs(frozenset({"argoproj.io/Rollout"}), events=True)
+
+    def __init__(self) -> None:
+        self._lines: dict[tuple[str, str], list[LogRecord]] = defaultdict(list)
+
+    def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
+        """Keep the controller's last sync errors per Rollout."""
+        name = record.fields.get("rollout", "")
+        if name:
+            lines = self._lines[(record.fields.get("namespace", ""), name)]
+            lines.append(record)
+            del lines[:-KEEP]
+
+    def analyze(self, ctx: Context) -> Iterable[Finding]:
+        for rollout in rollouts(ctx.snap):
+            routing = mapping(mapping(mapping(rollout.spec.get("strategy")).get("canary")).get("trafficRouting"))
+            if not routing:
+                continue
+            events = [e for e in ctx.snap.events_about("Rollout", rollout.name)
+                      if e.involved is not None and e.involved.namespace == rollout.namespace]
+            failures = [e for e in events if e.type == "Warning" and e.reason in FAILURES]
+            if not failures:
+                continue
+            last = failures[-1]
+            updated = [e for e in events if e.reason == SUCCESS and _when(e) > _when(last)]
+            if updated:
+                continue  # the weights were applied after the last failure
+            routers = sorted(k for k in routing if k != "plugins") + \
+                [f"the {p} plugin" for p in sorted(mapping(routing.get("plugins")))]
+            yield self._finding(rollout, routers, failures, self._lines.get((rollout.namespace, rollout.name), []))
+
+    def _finding(self, rollout: Obj, routers: list[str], failures: list[KEvent], lines: list[LogRecord]) -> Finding:
+        ns, name = rollout.namespace, rollout.name
+        last = failures[-1]
+        count = sum(max(e.count, 1) for e in failures)
+        text = f"{last.reason}: {last.message}"
+        hint = next((h for pattern, h in ROUTER_HINTS if pattern.search(text + " " + " ".join(routers))), None)
+        step = rollout.status.get("currentStepIndex")
+        summary = (f"Rollout {ns}/{name} routes its canary through {', '.join(routers)}, and the router refused the "
+                   f"controller {plural(count, 'time')}, the last: {text}. The weights of its steps are not applied "
+                   "(the canary gets the traffic of its pods, or none), and the controller retries every sync"
+                   + (f"; it is at step {step}" if step is not None else "") + ".")
+        evidence: list[Evidence] = [event_evidence(e) for e in failures[-3:]]
+        evidence.extend(log_evidence(r) for r in lines)
+        fix = (f"Fix what the message names in {hint}, then watch for a TrafficWeightUpdated event."
+               if hint else "Fix what the message names in the traffic router's objects, then watch for a "
+                            "TrafficWeightUpdated event.")
+        return Finding(
+            rule=self.id,
+            severity=Severity.HIGH,
+            title=f"Rollout {ns}/{name}: its traffic router refuses the canary weights ({last.reason})",
+            summary=summary,
+            objects=[rollout.ref],
+            evidence=evidence,
+            remediation=Remediation(text=fix, command=f"kubectl -n {ns} get events --field-selector "
+                                                      f"involvedObject.name={name},reason={last.reason}", docs=DOCS),
+        )
+
+
+def _when(event: KEvent) -> str:
+    """An Event's last time as sortable text."""
+    time = event.last or event.created or event.first
+    return time.isoformat() if time is not None else ""
