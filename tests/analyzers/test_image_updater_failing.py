@@ -108,3 +108,20 @@ def test_a_failed_reconciliation_is_high(tmp_path: Path) -> None:
 def test_every_row_matches_its_example_first_within_its_cause(row: knowledge.KnownError) -> None:
     first = next(r for r in knowledge.image_updater_errors() if r.cause == row.cause and r.pattern.search(row.example))
     assert first.id == row.id and row.source.startswith("https://")
+
+
+@pytest.mark.parametrize(("line", "title", "why"), [
+    ('{"application":"argocd/shop-web","image_alias":"web","level":"warning","msg":"no tags for image '
+     'ghcr.io/initech/shop-web matched constraint \\"1.x\\"","time":"2026-12-01T09:19:42Z"}',
+     "Image Updater never updates ghcr.io/initech/shop-web for shop-web",
+     'No tag of ghcr.io/initech/shop-web matches the constraint "1.x"'),
+    ('{"level":"warning","msg":"skipping app \'argocd/shop-docs\' of type \'Directory\' because it\'s not of '
+     'supported source type","time":"2026-12-01T09:19:40Z"}',
+     "Image Updater skips Application shop-docs: its source type", "its source type 'Directory' is not one it can"),
+])
+def test_images_that_are_never_updated(tmp_path: Path, line: str, title: str, why: str) -> None:
+    bundle = _copy(tmp_path)
+    log = bundle / LOG
+    log.write_text(log.read_text() + f"2026-12-01T09:19:42.1Z {line}\n")
+    [finding] = [f for f in _scan(bundle) if f["title"] == title]
+    assert finding["severity"] == "medium" and why in finding["summary"]

@@ -46,11 +46,13 @@ class ImageUpdaterFailing(Analyzer):
     id = "image-updater-failing"
     title = "Image Updater cannot update an Application's images"
     signatures = ("image-updater.tags-failed", "image-updater.credentials-failed", "image-updater.metadata-failed",
-                  "image-updater.writeback-failed", "image-updater.cycle-results")
+                  "image-updater.writeback-failed", "image-updater.cycle-results", "image-updater.no-candidate",
+                  "image-updater.unsupported-source")
     needs = Needs(frozenset({"argoproj.io/Application", f"{GROUP}/ImageUpdater"}))
 
     def __init__(self) -> None:
         self._failures: dict[tuple[str, str], _Failure] = {}
+        self._never: dict[tuple[str, str], tuple[str, LogRecord, int]] = {}
         self._last_clean: LogRecord | None = None
         self._last_failure: LogRecord | None = None
 
@@ -59,6 +61,13 @@ class ImageUpdaterFailing(Analyzer):
         if signature.id == "image-updater.cycle-results":
             if match is not None and match["errors"] == "0":
                 self._last_clean = record
+            return
+        if signature.id in ("image-updater.no-candidate", "image-updater.unsupported-source") and match is not None:
+            why = _never_why(match)
+            app = record.fields.get("application") or match.groupdict().get("app") or ""
+            subject = match.groupdict().get("image") or match.groupdict().get("empty") or app
+            count = self._never.get((app, subject), ("", record, 0))[2]
+            self._never[(app, subject)] = (why, record, count + 1)
             return
         message = record.message
         kind = "write-back" if signature.id == WRITE_BACK else "registry"
@@ -80,6 +89,8 @@ class ImageUpdaterFailing(Analyzer):
         if not history:
             for (app, kind), failure in sorted(self._failures.items()):
                 yield self._finding(ctx, app, kind, failure)
+        for (app, subject), (why, record, count) in sorted(self._never.items()):
+            yield self._never_updated(ctx, app, subject, why, record, count)
         for updater in ctx.snap.of_kind("ImageUpdater", GROUP):
             finding = self._updater(ctx, updater, bool(self._failures) or self._last_clean is not None)
             if finding is not None:
@@ -108,6 +119,30 @@ class ImageUpdaterFailing(Analyzer):
             evidence=[log_evidence(r) for r in failure.lines],
             remediation=Remediation(text=cause.remediation if cause else "Fix what the message names.",
                                     command="kubectl -n argocd logs deploy/argocd-image-updater-controller --tail=200",
+                                    docs=DOCS),
+        )
+
+    def _never_updated(self, ctx: Context, app: str, subject: str, why: str, record: LogRecord, count: int
+                       ) -> Finding:
+        """An image no tag can update (its constraint, strategy or filters), or an Application it cannot write."""
+        namespace, _, name = app.rpartition("/")
+        obj = next((a for a in ctx.snap.applications() if a.name == name and (not namespace or
+                                                                              a.namespace == namespace)), None)
+        skipped = subject == app
+        return Finding(
+            rule=self.id,
+            severity=Severity.MEDIUM,
+            title=(f"Image Updater skips Application {name}: its source type" if skipped else
+                   f"Image Updater never updates {subject}" + (f" for {name}" if name else "")),
+            summary=f"{why} ({plural(count, 'line')} in its log, the last: {_short(record.message)}).",
+            objects=[obj.ref] if obj is not None else [],
+            evidence=[log_evidence(record)],
+            remediation=Remediation(text=("Manage the Application as Helm or Kustomize (or give the updater a "
+                                          "write-back target it can write), or stop selecting it." if skipped else
+                                          "Make the constraint match the registry's tags (`~1.4`, `^1`; a `v` "
+                                          "prefix or a pre-release is not semver to `1.x`), loosen allow-tags or "
+                                          "ignore-tags, or fix the image name if the repository has no tags."),
+                                    command="argocd-image-updater test IMAGE --semver-constraint CONSTRAINT",
                                     docs=DOCS),
         )
 
@@ -162,6 +197,22 @@ class ImageUpdaterFailing(Analyzer):
                                     command=f"kubectl -n {updater.namespace} describe imageupdater {updater.name}",
                                     docs=DOCS),
         )
+
+
+def _never_why(match: re.Match[str]) -> str:
+    """Why an image is never updated, from a no-candidate or unsupported-source line."""
+    found = match.groupdict()
+    if found.get("type") is not None:
+        return (f"The updater skips Application {found.get('app')} on every cycle: its source type "
+                f"'{found.get('type') or 'unknown'}' is not one it can write (Helm, Kustomize; an Application never "
+                "reconciled has none)")
+    if found.get("empty"):
+        return f"The registry returns no tag at all for {found['empty']}: the image name is likely wrong"
+    if found.get("constraint") is not None:
+        return (f"No tag of {found.get('image')} matches the constraint \"{found['constraint']}\", so the image is "
+                "never updated")
+    return (f"No tag of {found.get('image')} is usable by the {found.get('strategy')} strategy (allow-tags or "
+            "ignore-tags filter them all)")
 
 
 def _short(message: str, limit: int = 240) -> str:
