@@ -165,3 +165,15 @@ def test_a_workflow_failed_by_the_executor_s_rbac_says_which_role_it_needs(tmp_p
     [failed] = [f for f in scan_json(bundle, "--rule", "workload-degraded")["findings"]
                 if f["objects"][0]["name"] == "audit-sync-p7v3x"]
     assert "needs create and patch on workflowtaskresults.argoproj.io" in failed["remediation"]["text"]
+
+
+def test_a_workflow_failed_by_its_artifact_repository_names_its_credentials(tmp_path: Path) -> None:
+    def denied(items: list[dict[str, Any]]) -> None:
+        node = _obj(items, "Workflow", "audit-sync-p7v3x")["status"]["nodes"]["audit-sync-p7v3x-3355961021"]
+        node.update(phase="Error", message="wait: Error (exit code 64): failed to put file: Access Denied.")
+
+    bundle = tmp_path / "bundle"
+    _scan(tmp_path, denied)
+    [failed] = [f for f in scan_json(bundle, "--rule", "workload-degraded")["findings"]
+                if f["objects"][0]["name"] == "audit-sync-p7v3x"]
+    assert "could not read or write its artifacts" in failed["remediation"]["text"]

@@ -297,6 +297,12 @@ def workflow_evidence(workflow: Obj, nodes: list[FailedNode], lines: list[str]) 
                             n.finished) for n in shown]
 
 
+ARTIFACT_ACCESS = re.compile(r"failed to (?:create new S3 client|get file|put file|put directory|create bucket|list "
+                             r"directory|load artifact)|Access Denied|The specified bucket does not exist|"
+                             r"InvalidAccessKeyId|SignatureDoesNotMatch")
+"""Argo Workflows' artifact driver errors (workflow/artifacts/s3/s3.go, workflow/executor) and S3's own codes."""
+
+
 def workflow_fix(workflow: Obj, nodes: list[FailedNode]) -> PodFix:
     """What to read about a failed Workflow: its failed pod's logs when the pod's name is certain, else
     `argo logs`, or the node messages alone when no failed step's pod ran."""
@@ -326,6 +332,11 @@ def workflow_fix(workflow: Obj, nodes: list[FailedNode]) -> PodFix:
         text += ("The executor (the wait container) was refused by the API server: the Workflow's ServiceAccount "
                  "needs create and patch on workflowtaskresults.argoproj.io (v3.4 and later; pods get/patch before), "
                  "as Argo Workflows' workflow-rbac page lists. Bind such a Role to it, then retry the Workflow.")
+    elif ARTIFACT_ACCESS.search(messages):
+        text += ("The step could not read or write its artifacts in the repository (its credentials, the bucket, or "
+                 "the key): check the artifact repository's Secret (accessKeySecret/secretKeySecret, or the "
+                 "ServiceAccount's cloud role with useSDKCreds) and the bucket's policy for the Workflow's pods, then "
+                 "retry the Workflow.")
     elif "artifact storage is not configured" in messages or "failed to resolve artifact repository" in messages:
         text += ("No artifact repository is configured for it (the controller's artifactRepository, or an "
                  "artifact-repositories ConfigMap in its namespace): configure one, or give the step's artifacts "
