@@ -48,9 +48,10 @@ def test_the_pipeline_breaks_at_the_sensor_s_trigger_refused_by_rbac(tmp_path: P
     assert sorted(f["rule"] for f in findings) == ["events-eventsource-failing", "events-sensor-not-triggering"]
     [sensor] = [f for f in findings if f["rule"] == "events-sensor-not-triggering"]
     assert sensor["severity"] == "high"
-    assert sensor["title"] == "Sensor restart-batch does not trigger: its triggers fail"
+    assert sensor["title"] == "Sensor restart-batch does not trigger: trigger submit-ledger-close fails"
     summary = sensor["summary"]
-    assert "logged 1 failure, the last at 2026-12-01 09:12:04 UTC, and no success since" in summary
+    assert ("Its 1 trigger submit-ledger-close fails: the sensor logged 1 failure, the last at 2026-12-01 09:12:04 "
+            "UTC, and no success of it since") in summary
     assert "refuses ServiceAccount argo-events/events-sa to create workflows.argoproj.io in namespace batch" in summary
     assert "No Role or ClusterRole of the input bound to it grants that" in summary
     assert "the Sensor's trigger is where it breaks" in summary
@@ -164,3 +165,54 @@ def test_the_example_validates_and_every_finding_names_its_objects() -> None:
     doc = scan_json(BUNDLE)
     assert json.dumps(doc)  # the contract's own checks run in scan_json
     assert all(f["objects"] for f in doc["findings"] if f["rule"] in RULES)
+
+
+def _append(bundle: Path, pod: str, *lines: str) -> None:
+    log = _log(bundle, pod)
+    log.write_text(log.read_text() + "".join(f"{line}\n" for line in lines))
+
+
+def test_a_bus_refused_once_at_start_then_carrying_events_is_history(tmp_path: Path) -> None:
+    def early_refusal(docs: dict[str, list[dict[str, Any]]], bundle: Path) -> None:
+        log = _log(bundle, "argocd-sync-eventsource-x7k2p-7c9d5b8f4d-8c9d0")
+        log.write_text('2026-11-28T06:10:03.000000000Z {"level":"error","ts":"2026-11-28T06:10:03Z","logger":"argo-'
+                       'events.eventsource","msg":"failed to connect to eventbus","eventSourceName":"argocd-sync",'
+                       '"error":"failed after retries: nats: no servers available for connection"}\n' + log.read_text())
+        # the Sensor without events logs a failed connection at its start, then starts: no trigger failed
+        folder = bundle / "logs" / "argo-events" / "publish-notes-sensor-w2c6r-7c9d5b8f4d-1f2a3"
+        folder.mkdir()
+        (folder / "main.log").write_text(
+            '2026-11-28T06:10:03.000000000Z {"level":"fatal","ts":"2026-11-28T06:10:03Z","logger":"argo-events.sensor",'
+            '"msg":"failed to connect to event bus","sensorName":"publish-notes","error":"failed after retries: nats: '
+            'no servers available for connection"}\n2026-11-28T06:10:41.000000000Z {"level":"info",'
+            '"ts":"2026-11-28T06:10:41Z","logger":"argo-events.sensor","msg":"Sensor started.","sensorName":'
+            '"publish-notes"}\n')
+
+    found = _scan(tmp_path, early_refusal)
+    assert not any(f["rule"] == "events-eventbus-unhealthy" for f in found)
+    assert not any(o["name"] == "publish-notes" for f in found for o in f["objects"])
+
+
+def test_one_trigger_s_success_does_not_hide_another_s_failure(tmp_path: Path) -> None:
+    def two_triggers(docs: dict[str, list[dict[str, Any]]], bundle: Path) -> None:
+        _append(bundle, SENSOR_LOG, '2026-12-01T09:12:05.000000000Z {"level":"info","ts":"2026-12-01T09:12:05Z",'
+                '"logger":"argo-events.sensor","msg":"Successfully processed trigger \'notify-slack\'","sensorName":'
+                '"restart-batch","triggerName":"notify-slack","triggerType":"HTTP"}')
+
+    [sensor] = [f for f in _scan(tmp_path, two_triggers) if f["rule"] == "events-sensor-not-triggering"]
+    assert sensor["title"] == "Sensor restart-batch does not trigger: trigger submit-ledger-close fails"
+
+
+def test_a_template_path_completes_the_url_and_a_route_without_method_refuses_all(tmp_path: Path) -> None:
+    def with_path(docs: dict[str, list[dict[str, Any]]], bundle: Path) -> None:
+        cm = _obj(docs[str(ARGOCD)], "ConfigMap", "argocd-notifications-cm")
+        cm["data"]["service.webhook.batch-events"] = "url: http://argocd-sync-eventsource-svc.argo-events.svc:12000\n"
+        cm["data"]["template.sync-succeeded"] = cm["data"]["template.sync-succeeded"].replace(
+            "    method: POST\n", "    method: POST\n    path: /argocd\n")
+        source = _obj(docs[str(EVENTS)], "EventSource", "release-notes")
+        del source["spec"]["webhook"]["notes"]["method"]
+
+    found = _scan(tmp_path, with_path)
+    assert not any(o["name"] == "argocd-sync" for f in found for o in f["objects"])
+    [notes] = [f for f in found if f["objects"][0]["name"] == "release-notes"]
+    assert notes["title"] == "EventSource release-notes: its route notes sets no method, so it refuses every request"

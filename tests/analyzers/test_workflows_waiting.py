@@ -48,7 +48,8 @@ def test_the_example_names_what_holds_each_workflow(tmp_path: Path) -> None:
     lock = found["audit-sync-k2l9p"]
     assert lock["severity"] == "high" and lock["title"] == ("Workflow audit-sync-k2l9p waits: it waits for "
                                                             "batch/Mutex/audit held by a Workflow that ended")
-    assert "held by batch/audit-sync-p7v3x. The holder batch/audit-sync-p7v3x (Failed) has ended" in lock["summary"]
+    assert ("held by batch/audit-sync-p7v3x. The holder batch/audit-sync-p7v3x (Failed at 2026-11-30T23:10:44Z) ended "
+            "more than 5 minutes ago") in lock["summary"]
     quota = found["ledger-sync-1796088600"]
     assert "Step reconcile has waited 8h10m" in quota["summary"] and "requests.cpu 7500m of 8" in quota["summary"]
     postponed = found["adhoc-export-7hq4d"]
@@ -66,7 +67,7 @@ def test_a_lock_held_by_a_running_workflow_is_medium_and_a_young_wait_is_silent(
 
     found = _scan(tmp_path, running_holder)
     assert found["audit-sync-k2l9p"]["severity"] == "medium"
-    assert "has ended" not in found["audit-sync-k2l9p"]["summary"]
+    assert "ended more than" not in found["audit-sync-k2l9p"]["summary"]
     assert "adhoc-export-7hq4d" not in found
 
 
@@ -80,12 +81,12 @@ def test_a_semaphore_s_holders_are_read_from_the_waiting_list(tmp_path: Path) ->
 
     finding = _scan(tmp_path, semaphore)["audit-sync-k2l9p"]
     assert "held by batch/audit-sync-p7v3x, batch/reports-weekly-x8m2q" in finding["summary"]
-    assert "The holder batch/audit-sync-p7v3x (Failed) has ended" in finding["summary"]
+    assert "The holder batch/audit-sync-p7v3x (Failed at 2026-11-30T23:10:44Z) ended" in finding["summary"]
 
 
 @pytest.mark.parametrize(("status", "spec", "expected", "severity"), [
     ({"conditions": [{"type": "SpecError", "status": "True",
-                      "message": "cron schedule 30 1 * * 8 is malformed: end of range (8) above maximum (7): 8"}]},
+                      "message": "cron schedule 30 1 * * 7 is malformed: end of range (7) above maximum (6): 7"}]},
      {}, "the controller refuses its spec", "high"),
     ({"conditions": [{"type": "SubmissionError", "status": "True", "message": "Failed to submit Workflow: "
                       "workflows.argoproj.io \"ledger-sync-1796103000\" is forbidden: exceeded quota"}]},
@@ -111,10 +112,10 @@ def test_a_cron_workflow_refused_from_creation_is_told_by_the_controller_s_line(
         cron["status"] = {}
 
     line = ('2026-12-01T09:30:00.112000000Z time="2026-12-01T09:30:00.112Z" level=error msg="invalid cron workflow" '
-            'cronWorkflow=batch/audit-sync error="cron schedule 0 */6 * * 8 is malformed: end of range (8) above '
-            'maximum (7): 8"\n')
+            'cronWorkflow=batch/audit-sync error="cron schedule 0 */6 * * 7 is malformed: end of range (7) above '
+            'maximum (6): 7"\n')
     finding = _scan(tmp_path, fresh, logs=line)["audit-sync"]
-    assert finding["severity"] == "high" and "end of range (8) above maximum (7)" in finding["summary"]
+    assert finding["severity"] == "high" and "end of range (7) above maximum (6)" in finding["summary"]
 
 
 def test_on_schedule_runs_are_silent(tmp_path: Path) -> None:
@@ -134,7 +135,7 @@ BEFORE = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)  # a Tuesday
     ("*/15 * * * *", "", "2026-12-01T09:30"),
     ("0 9 * * MON-FRI", "", "2026-12-01T09:00"),
     ("0 2 * * 0", "", "2026-11-29T02:00"),
-    ("0 2 * * 7", "", "2026-11-29T02:00"),  # 7 is Sunday too
+    ("0 0 */1 * MON", "", "2026-11-30T00:00"),  # */1 is unrestricted: both day fields must match
     ("0 3 15 * 1", "", "2026-11-30T03:00"),  # both day fields restricted: either matches
     ("0 0 1 1 *", "", "2026-01-01T00:00"),
     ("@hourly", "", "2026-12-01T09:00"),
@@ -147,7 +148,9 @@ def test_last_due(schedule: str, timezone: str, due: str) -> None:
     assert found == (expected if (BEFORE - expected).days < 400 else None)
 
 
-@pytest.mark.parametrize("schedule", ["0 0 * * 8", "61 * * * *", "@every 1h", "* * * *", "0 0 * JANUARY *"])
+@pytest.mark.parametrize("schedule", ["0 0 * * 7", "61 * * * *", "@every 1h", "* * * *", "0 0 * JANUARY *",
+                                      "*/x * * * *", "1- * * * *", "5/ * * * *", "@DAILY", "² * * * *",
+                                      "*/5/2 * * * *"])
 def test_schedules_robfig_refuses_are_errors(schedule: str) -> None:
     with pytest.raises(CronError):
         last_due(schedule, BEFORE)
@@ -177,3 +180,48 @@ def test_a_workflow_failed_by_its_artifact_repository_names_its_credentials(tmp_
     [failed] = [f for f in scan_json(bundle, "--rule", "workload-degraded")["findings"]
                 if f["objects"][0]["name"] == "audit-sync-p7v3x"]
     assert "could not read or write its artifacts" in failed["remediation"]["text"]
+
+
+def test_a_lock_holder_the_input_lacks_or_a_database_lock_is_never_called_lost(tmp_path: Path) -> None:
+    def elsewhere(items: list[dict[str, Any]]) -> None:
+        wf = _obj(items, "Workflow", "audit-sync-k2l9p")
+        wf["status"]["synchronization"]["mutex"]["waiting"][0]["holder"] = "batch/audit-sync-elsewhere"
+
+    assert _scan(tmp_path / "a", elsewhere)["audit-sync-k2l9p"]["severity"] == "medium"
+
+    def database(items: list[dict[str, Any]]) -> None:
+        wf = _obj(items, "Workflow", "audit-sync-k2l9p")
+        wf["status"]["message"] = "Waiting for batch/Mutex/audit lock (mtx/batch/audit). Lock status: 1/1"
+
+    assert _scan(tmp_path / "b", database)["audit-sync-k2l9p"]["severity"] == "medium"
+
+
+def test_a_step_counts_its_own_wait_not_its_workflow_s(tmp_path: Path) -> None:
+    def young_step(items: list[dict[str, Any]]) -> None:
+        nodes = _obj(items, "Workflow", "reports-weekly-x8m2q")["status"]["nodes"]
+        nodes["reports-weekly-x8m2q-upload"] = {"id": "reports-weekly-x8m2q-upload", "type": "Pod", "phase": "Pending",
+                                                "displayName": "upload", "startedAt": "2026-12-01T09:39:50Z",
+                                                "message": "ContainerCreating"}
+
+    assert "reports-weekly-x8m2q" not in _scan(tmp_path, young_step)
+
+
+def test_a_stale_invalid_line_when_or_a_changed_schedule_are_no_missed_run(tmp_path: Path) -> None:
+    stale = ('2026-11-30T01:00:00.112000000Z time="2026-11-30T01:00:00.112Z" level=error msg="invalid cron workflow" '
+             'cronWorkflow=batch/audit-sync error="cron schedule 0 */6 * * 7 is malformed"\n')
+    assert "audit-sync" not in _scan(tmp_path / "a", logs=stale)
+
+    def when(items: list[dict[str, Any]]) -> None:
+        cron = _obj(items, "CronWorkflow", "ledger-sync")
+        cron["spec"].update(concurrencyPolicy="Allow", when="{{= cronworkflow.failed == 0 }}")
+        cron["status"]["active"] = []
+
+    assert "ledger-sync" not in _scan(tmp_path / "b", when)
+
+    def changed(items: list[dict[str, Any]]) -> None:
+        cron = _obj(items, "CronWorkflow", "ledger-sync")
+        cron["spec"]["concurrencyPolicy"] = "Allow"
+        cron["status"]["active"] = []
+        cron["metadata"]["annotations"] = {"cronworkflows.argoproj.io/last-used-schedule": "CRON_TZ=UTC 30 1 * * *"}
+
+    assert "ledger-sync" not in _scan(tmp_path / "c", changed)

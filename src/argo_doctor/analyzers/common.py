@@ -66,6 +66,18 @@ def log_evidence(record: LogRecord) -> Evidence:
     return Evidence("log", record.location, record.raw.strip(), record.time)
 
 
+def line_order(record: LogRecord) -> tuple[str, str, int]:
+    """A line's place among lines of several files: its time, then its file and line."""
+    return (record.time.isoformat() if record.time is not None else "", record.file.display, record.line)
+
+
+def after(later: LogRecord, earlier: LogRecord) -> bool:
+    """Whether a line comes after another: by time when both have one, else by place in one file."""
+    if later.time is not None and earlier.time is not None:
+        return later.time > earlier.time
+    return later.file == earlier.file and later.line > earlier.line
+
+
 def revision_of(entry: Mapping[str, Any]) -> str:
     """The revision of a sync status, history entry or sync result: a multi-source Application's revisions joined."""
     revisions = as_list(entry.get("revisions"))

@@ -4,7 +4,8 @@ From the cron controller (workflow/cron/operator.go): a spec the controller refu
 could not make (`SubmissionError`), `suspend`, a stop strategy reached (phase Stopped), `concurrencyPolicy: Forbid`
 while an earlier Workflow is still active; and runs it missed: a schedule due since `lastScheduledTime` with none of
 those reasons (a missed run is dropped without a line unless startingDeadlineSeconds covers it, so the controller
-was down or its log says why: `invalid cron workflow`).
+was down or its log says why: `invalid cron workflow`). Not a missed run: one `spec.when` may have skipped, or one
+due under a schedule changed since (the `last-used-schedule` annotation differs: the controller owes no backfill).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from argo_doctor.timeutil import parse_time
 DOCS = ("https://argo-workflows.readthedocs.io/en/latest/cron-workflows/",)
 GRACE = timedelta(minutes=2)
 """How late a run may start before it counts as missed (the controller checks every CRON_SYNC_PERIOD, 10s)."""
+LAST_USED = "cronworkflows.argoproj.io/last-used-schedule"
 
 
 class CronWorkflowNotFiring(Analyzer):
@@ -69,11 +71,12 @@ class CronWorkflowNotFiring(Analyzer):
                                      "Fix what the condition says (a SubmissionError is often the controller's "
                                      "ServiceAccount or an admission webhook refusing the Workflow).")
         invalid = self._invalid.get((ns, name))
-        if invalid is not None:
+        last = parse_time(cron.status.get("lastScheduledTime"))
+        if invalid is not None and (last is None or (invalid.time is not None and invalid.time > last)):
             return self._finding(cron, Severity.HIGH, "the controller refuses its spec",
                                  f"The workflow-controller logged `invalid cron workflow` for it "
-                                 f"({invalid.fields.get('error', 'see the line')}); such a CronWorkflow is never "
-                                 "scheduled and its status stays empty.", [log_evidence(invalid)],
+                                 f"({invalid.fields.get('error', 'see the line')}) and it has run nothing since: "
+                                 "the controller schedules no CronWorkflow it refuses.", [log_evidence(invalid)],
                                  "Fix the spec as the line says (argo cron lint checks it).")
         if cron.spec.get("suspend"):
             return self._finding(cron, Severity.LOW, "it is suspended", "spec.suspend is true: it starts nothing "
@@ -92,11 +95,16 @@ class CronWorkflowNotFiring(Analyzer):
         schedules = [str(s) for s in as_list(cron.spec.get("schedules"))] or \
             ([str(cron.spec["schedule"])] if cron.spec.get("schedule") else [])
         last = parse_time(cron.status.get("lastScheduledTime")) or cron.created
-        if last is None or not schedules:
-            return None
+        if last is None or not schedules or cron.spec.get("when"):
+            return None  # `when` skips runs on purpose, without a line
+        zone = str(cron.spec.get("timezone") or "")
+        used = cron.annotations.get(LAST_USED)
+        if used is not None and used != ",".join(f"CRON_TZ={zone} {s}" if zone else s for s in schedules):
+            return None  # the schedule changed since the last run: the controller owes no run of the old one
         try:
-            due = max((d for s in schedules if (d := last_due(s, now - GRACE, str(cron.spec.get("timezone") or "")))
-                       is not None), default=None)
+            due = max((d for s in schedules if (d := last_due(s, now - GRACE, zone)) is not None), default=None)
+            before = max((d for s in schedules if due is not None and
+                          (d := last_due(s, due - timedelta(minutes=1), zone)) is not None), default=None)
         except CronError:
             return None  # robfig refuses it too: the controller's SpecError or log line says so
         if due is None or due <= last:
@@ -109,9 +117,12 @@ class CronWorkflowNotFiring(Analyzer):
         running = [w for w in active if w is not None and w.status.get("phase") in (None, "", "Pending", "Running")]
         if cron.spec.get("concurrencyPolicy") == "Forbid" and running:
             held = running[0]
+            started = parse_time(held.status.get("startedAt")) or held.created
+            long = started is not None and before is not None and started < before
             evidence.append(object_evidence(held, ".status.phase", f"{held.status.get('phase') or 'Pending'} since "
                                             f"{held.status.get('startedAt') or held.meta.get('creationTimestamp')}"))
-            return self._finding(cron, Severity.MEDIUM, f"Forbid holds it behind Workflow {held.name}",
+            return self._finding(cron, Severity.MEDIUM if long else Severity.LOW,
+                                 f"Forbid holds it behind Workflow {held.name}",
                                  f"A run was due at {due:%Y-%m-%d %H:%M} UTC and did not start: concurrencyPolicy "
                                  f"Forbid skips every run while Workflow {ns}/{held.name} is active "
                                  f"({held.status.get('phase') or 'Pending'} since "

@@ -15,13 +15,20 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import failing, log_evidence, pod_evidence
-from argo_doctor.facts.events import BUS_LABEL, GROUP, bus_workload, condition_evidence, failed_conditions
+from argo_doctor.analyzers.common import after, failing, line_order, log_evidence, pod_evidence
+from argo_doctor.facts.events import (
+    BUS_LABEL,
+    GROUP,
+    bus_workload,
+    condition_evidence,
+    failed_conditions,
+    generated_pods,
+)
 from argo_doctor.health.types import HealthStatus
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
-from argo_doctor.sources.objects import as_int, mapping
+from argo_doctor.sources.objects import as_int, as_list, mapping
 
 DOCS = ("https://argoproj.github.io/argo-events/eventbus/jetstream/",)
 ADVICE = {
@@ -44,21 +51,22 @@ class EventsEventBusUnhealthy(Analyzer):
 
     id = "events-eventbus-unhealthy"
     title = "Argo Events EventBus does not carry events"
-    signatures = ("events.jetstream-refused",)
+    signatures = ("events.jetstream-refused", "events.publish-succeeded", "events.trigger-succeeded")
     needs = Needs(frozenset({"argoproj.io/EventBus", "apps/StatefulSet", "Pod"}), failing_pod_logs=True)
 
     def __init__(self) -> None:
-        self._errors: dict[str, Counter[str]] = defaultdict(Counter)
-        self._last: dict[str, list[LogRecord]] = defaultdict(list)
+        self._refusals: dict[str, list[tuple[str, LogRecord]]] = defaultdict(list)
+        self._carried: dict[str, LogRecord] = {}
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
-        """Count JetStream's refusals per namespace, by error."""
-        if match is None:
-            return
-        self._errors[record.file.namespace][match["error"]] += 1
-        lines = self._last[record.file.namespace]
-        lines.append(record)
-        del lines[:-KEEP]
+        """Keep JetStream's refusals per namespace, and the last event the bus carried there (published or
+        triggered): refusals before it are history."""
+        namespace = record.file.namespace
+        if signature.id != "events.jetstream-refused":
+            if namespace not in self._carried or after(record, self._carried[namespace]):
+                self._carried[namespace] = record
+        elif match is not None:
+            self._refusals[namespace].append((match["error"], record))
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         for bus in sorted(ctx.snap.of_kind("EventBus", GROUP), key=lambda b: (b.namespace, b.name)):
@@ -70,9 +78,12 @@ class EventsEventBusUnhealthy(Analyzer):
         ns, name = bus.namespace, bus.name
         conditions = failed_conditions(bus)
         workload = bus_workload(ctx.snap, bus)
-        pods = [p for p in ctx.snap.of_kind("Pod", "", ns) if p.labels.get(BUS_LABEL) == name]
+        pods = generated_pods(ctx.snap, bus, BUS_LABEL)
         unhealthy = failing(ctx, pods, (HealthStatus.DEGRADED,))
-        errors = self._errors.get(ns, Counter()) if len(ctx.snap.of_kind("EventBus", GROUP, ns)) == 1 else Counter()
+        carried = self._carried.get(ns)
+        current = [(e, r) for e, r in self._refusals.get(ns, []) if carried is None or after(r, carried)] \
+            if len(ctx.snap.of_kind("EventBus", GROUP, ns)) == 1 else []
+        errors = Counter(e for e, _ in current)
         if not conditions and not unhealthy and not errors:
             return None
         parts: list[str] = []
@@ -86,14 +97,16 @@ class EventsEventBusUnhealthy(Analyzer):
             pod_parts: list[str] = []
             evidence.extend(pod_evidence(ctx, unhealthy, pod_parts))
             wanted = as_int(mapping(workload.spec if workload is not None else {}).get("replicas"), len(pods))
-            parts.append(f"Its servers are not all up ({len(pods) - len(unhealthy)} of {wanted} ready): "
+            ready = sum(1 for p in pods if any(mapping(c).get("type") == "Ready" and mapping(c).get("status") == "True"
+                                               for c in as_list(p.status.get("conditions"))))
+            parts.append(f"Its servers are not all up ({ready} of {wanted} ready): "
                          + "; ".join(pod_parts) + "."
                          + (" Argo CD shows the EventBus Healthy all the same: its check reads `Deployed`, which the "
                             "controller sets once it has written the StatefulSet." if not conditions else ""))
             fix.append(f"Bring the servers up (kubectl -n {ns} describe pod -l {BUS_LABEL}={name}): their volumes, "
                        "resources and scheduling.")
         if errors:
-            evidence.extend(log_evidence(r) for r in self._last.get(ns, []))
+            evidence.extend(log_evidence(r) for _, r in sorted(current, key=lambda c: line_order(c[1]))[-KEEP:])
             parts.append("The EventSources and Sensors of its namespace get refusals from it: "
                          + ", ".join(f"`{e}` ×{c}" for e, c in errors.most_common()) + ".")
             fix.extend(ADVICE[e] + "." for e, _ in errors.most_common() if e in ADVICE)

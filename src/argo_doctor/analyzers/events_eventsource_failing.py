@@ -11,12 +11,12 @@ CD's notification webhooks are checked against the routes their URLs reach: a te
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import failing, log_evidence, object_evidence, plural, pod_evidence
+from argo_doctor.analyzers.common import after, failing, line_order, log_evidence, object_evidence, plural, pod_evidence
 from argo_doctor.facts.events import (
     GROUP,
     SOURCE_LABEL,
@@ -24,6 +24,7 @@ from argo_doctor.facts.events import (
     bus_of,
     condition_evidence,
     failed_conditions,
+    generated_pods,
     notifiers,
     routes,
 )
@@ -39,11 +40,10 @@ KEEP = 3
 
 @dataclass
 class _Lines:
-    """An EventSource's lines of one kind: how many, the last few, and what the requests' methods were."""
+    """An EventSource's lines of one kind: how many, and the last few."""
 
     count: int = 0
     last: list[LogRecord] = field(default_factory=list)
-    methods: Counter[str] = field(default_factory=Counter)
 
 
 class EventsEventSourceFailing(Analyzer):
@@ -52,7 +52,7 @@ class EventsEventSourceFailing(Analyzer):
     id = "events-eventsource-failing"
     title = "Argo Events EventSource does not deliver events"
     signatures = ("events.listen-failed", "events.publish-failed", "events.publish-succeeded",
-                  "events.method-mismatch", "events.bus-connect-failed", "argocd.notification-failed")
+                  "events.method-mismatch", "argocd.notification-failed")
     needs = Needs(frozenset({"argoproj.io/EventSource", "argoproj.io/EventBus", "argoproj.io/Sensor", "Pod",
                              "Service", "ConfigMap"}), failing_pod_logs=True)
 
@@ -69,10 +69,7 @@ class EventsEventSourceFailing(Analyzer):
             key = (record.file.namespace, name or f"pod:{record.file.pod}", signature.id)
         lines = self._lines[key]
         lines.count += 1
-        lines.last.append(record)
-        del lines.last[:-KEEP]
-        if signature.id == "events.method-mismatch":
-            lines.methods[record.fields.get("http-method", "?")] += 1
+        lines.last = sorted([*lines.last, record], key=line_order)[-KEEP:]
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         callers = notifiers(ctx.snap)
@@ -88,13 +85,12 @@ class EventsEventSourceFailing(Analyzer):
             lines = self._lines.get((source.namespace, key, kind))
             if lines is not None:
                 merged.count += lines.count
-                merged.last = sorted([*merged.last, *lines.last], key=lambda r: r.line)[-KEEP:]
-                merged.methods.update(lines.methods)
+                merged.last = sorted([*merged.last, *lines.last], key=line_order)[-KEEP:]
         return merged
 
     def _source(self, ctx: Context, source: Obj, callers: list[Notifier]) -> Finding | None:
         ns, name = source.namespace, source.name
-        pods = [p for p in ctx.snap.of_kind("Pod", "", ns) if p.labels.get(SOURCE_LABEL) == name]
+        pods = generated_pods(ctx.snap, source, SOURCE_LABEL)
         conditions = failed_conditions(source)
         unhealthy = failing(ctx, pods, (HealthStatus.DEGRADED,))
         listen = self._of(source, pods, "events.listen-failed")
@@ -124,19 +120,19 @@ class EventsEventSourceFailing(Analyzer):
             parts.append(f"Its webhook server cannot listen ({listen.last[-1].fields.get('error', 'see the line')}).")
             fix.append("Give each route a free port (two routes or another process on one port fail).")
         last_publish = publish.last[-1] if publish.last else None
-        if last_publish is not None and not _after(published, publish):
+        if last_publish is not None and not _latest_after(published, publish):
             evidence.extend(log_evidence(r) for r in publish.last[-2:])
             heads.append("it cannot publish to its EventBus")
             parts.append(f"It cannot publish to its EventBus: {plural(publish.count, 'event')} lost "
                          f"({last_publish.fields.get('error', 'see the line')}); callers get 500 `failed to record "
                          "event` (events-eventbus-unhealthy says what ails the bus).")
             fix.append("Mend the EventBus; Argo CD retries a webhook that answers 5xx (retryMax, 3 by default).")
-        if refused.count and not _after(published, refused):
+        if refused.count and not _latest_after(published, refused):
             evidence.extend(log_evidence(r) for r in refused.last[-1:])
-            seen = ", ".join(f"{m} ×{c}" for m, c in refused.methods.most_common())
+            methods = ", ".join(sorted({r.method or "no method" for r in routes(source)}))
             heads.append("it refuses requests with another method")
-            parts.append(f"It refused {plural(refused.count, 'request')} with 400 `http method does not match` "
-                         f"(methods: {seen}).")
+            parts.append(f"It refused {plural(refused.count, 'request')} with 400 `http method does not match` (its "
+                         f"routes accept {methods}; the line names the route's method, not the caller's).")
         severity = Severity.HIGH if heads and heads != ["it refuses requests with another method"] \
             else Severity.LOW
         for caller in callers:
@@ -146,7 +142,8 @@ class EventsEventSourceFailing(Analyzer):
         return Finding(
             rule=self.id,
             severity=severity,
-            title=f"EventSource {name}: " + next((h for h in heads if h.startswith("Argo CD")), heads[0]),
+            title=f"EventSource {name}: " + next((h for h in heads if h.startswith(("Argo CD", "its route"))),
+                                                 heads[0]),
             summary=f"EventSource {ns}/{name} does not deliver events. " + " ".join(parts),
             objects=[source.ref, *(c.config.ref for c in callers), *(p.ref for p, _ in unhealthy[:3])],
             evidence=evidence,
@@ -156,42 +153,44 @@ class EventsEventSourceFailing(Analyzer):
 
     def _caller(self, source: Obj, caller: Notifier, parts: list[str], heads: list[str], evidence: list[Evidence],
                 fix: list[str]) -> Severity:
-        """An Argo CD notification webhook that reaches the EventSource with a path or method it does not serve."""
+        """An Argo CD notification template that reaches the EventSource with a path or method it does not serve."""
         failed = self._lines.get(("", "service", caller.service))
-        key = f"service.webhook.{caller.service}"
-        if caller.route is None:
+        where = f"template.{caller.template}'s webhook.{caller.service}"
+        route = caller.route
+        if route is None and caller.templated:
+            return Severity.INFO  # the path is rendered per notification: it cannot be matched here
+        if route is None:
             served = ", ".join(f"{r.endpoint} on port {r.port}" for r in routes(source)) or "no webhook route"
             heads.append(f"Argo CD notifications ({caller.service}) call a path it does not serve")
-            parts.append(f"Argo CD notifications call it through {caller.service} at {caller.url}, a path or port it "
-                         f"does not serve ({served}): the server answers 404.")
-            evidence.append(object_evidence(caller.config, f".data[{key!r}]", f"url: {caller.url}"))
-            fix.append(f"Point {key}'s url at a route of EventSource {source.name} ({served}).")
+            parts.append(f"Argo CD notifications call it through {caller.service} at {caller.url} ({where}), a path "
+                         f"or port it does not serve ({served}): the server answers 404.")
+            evidence.append(object_evidence(caller.config, ".data", f"{where} calls {caller.url}"))
+            fix.append(f"Point service.webhook.{caller.service}'s url (and the template's path) at a route of "
+                       f"EventSource {source.name} ({served}).")
+        elif not route.method:
+            heads.append(f"its route {route.event} sets no method, so it refuses every request")
+            parts.append(f"Its route {route.event} sets no `method`: the webhook server compares each request's "
+                         "method with it and refuses them all with 400 `http method does not match`; Argo CD "
+                         f"notifications call it through {caller.service}.")
+            evidence.append(object_evidence(source, f".spec.webhook.{route.event}", "no method"))
+            fix.append(f"Set `method: {caller.method}` on route {route.event} of EventSource {source.name}.")
+        elif caller.method != route.method:
+            heads.append(f"Argo CD notifications ({caller.service}) send {caller.method}, it accepts {route.method}")
+            parts.append(f"Argo CD notifications call it through {caller.service} with {caller.method} ({where}: "
+                         f"GET when it sets no method), and route {route.event} accepts only {route.method}: every "
+                         "notification is refused with 400 `http method does not match`.")
+            evidence.append(object_evidence(caller.config, ".data", f"{where} sends {caller.method} to "
+                                                                    f"{caller.url}"))
+            fix.append(f"Set `method: {route.method}` under webhook.{caller.service} in template.{caller.template} "
+                       f"of argocd-notifications-cm (or the route's method to {caller.method}).")
         else:
-            wrong = [m for m in caller.methods if m != caller.route.method]
-            if not wrong:
-                return Severity.INFO
-            heads.append(f"Argo CD notifications ({caller.service}) send {', '.join(wrong)}, it accepts "
-                         f"{caller.route.method}")
-            parts.append(f"Argo CD notifications call it through {caller.service} with {', '.join(wrong)} (a "
-                         f"template's webhook.{caller.service}.method, GET when unset), and route "
-                         f"{caller.route.event} accepts only {caller.route.method}: every notification is refused "
-                         "with 400 `http method does not match`.")
-            evidence.append(object_evidence(caller.config, ".data", f"templates send {', '.join(wrong)} to "
-                                                                    f"{caller.service} ({caller.url})"))
-            fix.append(f"Set `method: {caller.route.method}` under webhook.{caller.service} in each template of "
-                       f"argocd-notifications-cm that sends to it (or the route's method to {wrong[0]}).")
-        if failed is not None:
+            return Severity.INFO
+        if failed is not None and not any("Failed to notify" in e.excerpt for e in evidence):
             evidence.extend(log_evidence(r) for r in failed.last[-1:])
             parts.append(f"The notifications controller logged {plural(failed.count, 'failed delivery')} to it.")
         return Severity.HIGH
 
 
-
-def _after(later: _Lines, earlier: _Lines) -> bool:
+def _latest_after(later: _Lines, earlier: _Lines) -> bool:
     """Whether the last line of `later` comes after the last of `earlier` (the trouble is history)."""
-    if not later.last or not earlier.last:
-        return False
-    first, second = earlier.last[-1], later.last[-1]
-    if first.time is not None and second.time is not None:
-        return second.time > first.time
-    return first.file == second.file and second.line > first.line
+    return bool(later.last and earlier.last) and after(later.last[-1], earlier.last[-1])

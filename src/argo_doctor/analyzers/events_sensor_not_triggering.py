@@ -16,14 +16,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import failing, log_evidence, plural, pod_evidence
+from argo_doctor.analyzers.common import after, failing, line_order, log_evidence, plural, pod_evidence
 from argo_doctor.facts.events import (
     GROUP,
     SENSOR_LABEL,
     WORKFLOW_SENSOR_LABEL,
     bus_of,
+    condition_evidence,
     dependencies,
     failed_conditions,
+    generated_pods,
     notifiers,
 )
 from argo_doctor.facts.rbac import allows, effective_permissions
@@ -38,16 +40,22 @@ FORBIDDEN = re.compile(r'User \\?"system:serviceaccount:(?P<ns>[^:"\\]+):(?P<sa>
                        r'resource \\?"(?P<resource>[^"\\]+)\\?" in API group \\?"(?P<group>[^"\\]*)\\?"'
                        r'(?: in the namespace \\?"(?P<target>[^"\\]+))?')
 KEEP = 3
+STALE_AFTER = 86400
+"""Seconds after which a single trigger failure with no event since is reported at medium, not high."""
 
 
 @dataclass
-class _Lines:
-    """A Sensor's trigger lines: the last failures and refusals, the last success."""
+class _Trigger:
+    """One trigger's lines: its last failures (and the argo CLI's refusals of its pod), how many, its last success."""
 
     failed: list[LogRecord] = field(default_factory=list)
-    refused: list[LogRecord] = field(default_factory=list)
     succeeded: LogRecord | None = None
     count: int = 0
+
+    @property
+    def failing(self) -> bool:
+        """Whether its last failure comes after its last success."""
+        return bool(self.failed) and (self.succeeded is None or after(self.failed[-1], self.succeeded))
 
 
 class EventsSensorNotTriggering(Analyzer):
@@ -56,7 +64,7 @@ class EventsSensorNotTriggering(Analyzer):
     id = "events-sensor-not-triggering"
     title = "Argo Events Sensor does not trigger"
     signatures = ("events.trigger-failed", "events.trigger-succeeded", "events.workflow-submit-refused",
-                  "events.bus-connect-failed", "argocd.notification-sent", "events.publish-succeeded")
+                  "argocd.notification-sent", "events.publish-succeeded")
     needs = Needs(frozenset({"argoproj.io/Sensor", "argoproj.io/EventSource", "argoproj.io/EventBus", "Pod",
                              "Service", "ConfigMap", "rbac.authorization.k8s.io/Role",
                              "rbac.authorization.k8s.io/RoleBinding", "rbac.authorization.k8s.io/ClusterRole",
@@ -64,29 +72,31 @@ class EventsSensorNotTriggering(Analyzer):
                   failing_pod_logs=True)
 
     def __init__(self) -> None:
-        self._by_sensor: dict[tuple[str, str], _Lines] = defaultdict(_Lines)
-        self._by_pod: dict[tuple[str, str], _Lines] = defaultdict(_Lines)
+        self._triggers: dict[tuple[str, str], dict[str, _Trigger]] = defaultdict(lambda: defaultdict(_Trigger))
+        self._refused: dict[tuple[str, str], list[LogRecord]] = defaultdict(list)
         self._upstream: dict[str, list[LogRecord]] = defaultdict(list)
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
-        """Keep each Sensor's last trigger lines (by `sensorName`, or by pod for the argo CLI's lines) and the
-        last lines upstream of it (notifications sent, events published)."""
+        """Keep each trigger's last failures and success (by `sensorName` and `triggerName`), the argo CLI's refusals
+        by pod (its lines name no Sensor), and the last lines upstream (notifications sent, events published)."""
         if signature.id in ("argocd.notification-sent", "events.publish-succeeded"):
             key = match["service"] if match is not None and signature.id == "argocd.notification-sent" else \
                 record.fields.get("eventSourceName", "")
             self._upstream[f"{signature.id}:{key}"][:] = [record]
             return
-        name = record.fields.get("sensorName")
-        lines = self._by_sensor[(record.file.namespace, name)] if name else \
-            self._by_pod[(record.file.namespace, record.file.pod)]
-        if signature.id == "events.trigger-succeeded":
-            lines.succeeded = record
+        if signature.id == "events.workflow-submit-refused":
+            refused = self._refused[(record.file.namespace, record.file.pod)]
+            refused[:] = sorted([*refused, record], key=line_order)[-KEEP:]
             return
-        kept = lines.refused if signature.id == "events.workflow-submit-refused" else lines.failed
-        kept.append(record)
-        del kept[:-KEEP]
-        if signature.id == "events.trigger-failed" and "triggeredBy" in record.fields:
-            lines.count += 1  # logged twice without atLeastOnce, once with the events that triggered it
+        trigger = self._triggers[(record.file.namespace, record.fields.get("sensorName", ""))][
+            record.fields.get("triggerName", "")]
+        if signature.id == "events.trigger-succeeded":
+            if trigger.succeeded is None or after(record, trigger.succeeded):
+                trigger.succeeded = record
+            return
+        trigger.failed = sorted([*trigger.failed, record], key=line_order)[-KEEP:]
+        if "triggeredBy" in record.fields:
+            trigger.count += 1  # logged twice without atLeastOnce, once with the events that triggered it
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
         for sensor in sorted(ctx.snap.of_kind("Sensor", GROUP), key=lambda s: (s.namespace, s.name)):
@@ -94,41 +104,29 @@ class EventsSensorNotTriggering(Analyzer):
             if finding is not None:
                 yield finding
 
-    def _lines(self, ctx: Context, sensor: Obj) -> tuple[_Lines, list[Obj]]:
-        """The Sensor's lines, those of its pods merged in, and its pods."""
-        pods = [p for p in ctx.snap.of_kind("Pod", "", sensor.namespace) if p.labels.get(SENSOR_LABEL) == sensor.name]
-        merged = _Lines()
-        for lines in [self._by_sensor.get((sensor.namespace, sensor.name)),
-                      *(self._by_pod.get((p.namespace, p.name)) for p in pods)]:
-            if lines is None:
-                continue
-            merged.failed = sorted([*merged.failed, *lines.failed], key=_when)[-KEEP:]
-            merged.refused = sorted([*merged.refused, *lines.refused], key=_when)[-KEEP:]
-            merged.count += lines.count
-            if lines.succeeded is not None and (merged.succeeded is None or _when(lines.succeeded) >
-                                                _when(merged.succeeded)):
-                merged.succeeded = lines.succeeded
-        return merged, pods
-
     def _sensor(self, ctx: Context, sensor: Obj) -> Finding | None:
         ns, name = sensor.namespace, sensor.name
-        lines, pods = self._lines(ctx, sensor)
+        pods = generated_pods(ctx.snap, sensor, SENSOR_LABEL)
+        triggers = {t: state for t, state in self._triggers.get((ns, name), {}).items() if state.failing}
+        refused = sorted((r for p in pods for r in self._refused.get((ns, p.name), [])), key=line_order)
         conditions = failed_conditions(sensor)
         bus_name, bus = bus_of(ctx.snap, sensor)
         unhealthy = failing(ctx, pods, (HealthStatus.DEGRADED,))
-        last_failure = max([*lines.failed, *lines.refused], key=_when, default=None)
-        still_failing = last_failure is not None and (lines.succeeded is None or
-                                                      _when(lines.succeeded) < _when(last_failure))
-        if not conditions and not unhealthy and not still_failing:
+        last_failure = max((r for t in triggers.values() for r in t.failed), key=line_order, default=None)
+        if not conditions and not unhealthy and last_failure is None:
             return None
-        evidence: list[Evidence] = []
+        evidence: list[Evidence] = condition_evidence(sensor, conditions)
         parts: list[str] = []
         fix: list[str] = []
         reasons = {c.reason for c in conditions}
-        if reasons & {"EventBusNotFound", "GetEventBusFailed"}:
+        if "EventBusNotFound" in reasons:
             parts.append(f"The controller does not deploy it: its EventBus {bus_name} is not in namespace {ns}"
                          + ("" if bus is None else " as the controller reads it") + ".")
             fix.append(f"Create EventBus {bus_name} in {ns} (or set spec.eventBusName to one that exists).")
+        elif "GetEventBusFailed" in reasons:
+            parts.append(f"The controller does not deploy it: it could not read its EventBus {bus_name} (an API "
+                         "error: its own permissions or the API server).")
+            fix.append("Read the controller-manager's log for the error reading the EventBus.")
         elif "EventBusNotReady" in reasons:
             parts.append(f"The controller does not deploy it: its EventBus {bus_name} is not ready "
                          "(events-eventbus-unhealthy says why).")
@@ -142,28 +140,34 @@ class EventsSensorNotTriggering(Analyzer):
             parts.append("Its sensor pod does not run: " + "; ".join(pod_parts) + ".")
             fix.append(f"Read the sensor pod's last lines (kubectl -n {ns} logs -l {SENSOR_LABEL}={name} "
                        "--previous): a sensor that cannot reach its EventBus exits.")
-        if still_failing:
-            evidence.extend(log_evidence(r) for r in [*lines.failed[-2:], *lines.refused[-1:]])
-            parts.append(f"Its triggers fail: the sensor logged {plural(max(lines.count, 1), 'failure')}"
-                         + (f", the last at {last_failure.time:%Y-%m-%d %H:%M:%S} UTC"
-                            if last_failure is not None and last_failure.time is not None else "")
-                         + (", and no success since" if lines.succeeded is not None else ", and no success")
-                         + ".")
-            fix.extend(self._refusal(ctx, lines, parts, evidence))
-            if not lines.refused:
+        stale = False
+        if last_failure is not None:
+            count = sum(max(t.count, 1) for t in triggers.values())
+            evidence.extend(log_evidence(r) for t in triggers.values() for r in t.failed[-1:])
+            evidence.extend(log_evidence(r) for r in refused[-1:])
+            when = f", the last at {last_failure.time:%Y-%m-%d %H:%M:%S} UTC" if last_failure.time else ""
+            parts.append(f"Its {plural(len(triggers), 'trigger')} {', '.join(t or '(unnamed)' for t in triggers)} "
+                         f"{'fails' if len(triggers) == 1 else 'fail'}: the sensor logged {plural(count, 'failure')}"
+                         f"{when}, and no success of {'it' if len(triggers) == 1 else 'them'} since.")
+            fix.extend(self._refusal(ctx, [*refused, *(r for t in triggers.values() for r in t.failed)], parts))
+            if not refused:
                 fix.append("Read the trigger's error in the sensor's log and fix what it names.")
+            stale = count == 1 and last_failure.time is not None and \
+                (ctx.snap.reference_time - last_failure.time).total_seconds() > STALE_AFTER
         created = [w for w in ctx.snap.of_kind("Workflow", GROUP) if w.labels.get(WORKFLOW_SENSOR_LABEL) == name]
-        chain = self._pipeline(ctx, sensor, parts, evidence, bool(still_failing))
+        chain = self._pipeline(ctx, sensor, parts, evidence, last_failure is not None)
         if created:
             last = max(created, key=lambda w: str(w.meta.get("creationTimestamp") or ""))
             parts.append(f"The last Workflow it created is {last.namespace}/{last.name} "
                          f"({last.meta.get('creationTimestamp') or 'time unknown'}).")
-        severity = Severity.HIGH if still_failing or unhealthy or reasons else Severity.MEDIUM
+        severity = Severity.HIGH if unhealthy or reasons or (last_failure is not None and not stale) \
+            else Severity.MEDIUM
         return Finding(
             rule=self.id,
             severity=severity,
             title=f"Sensor {name} does not trigger: "
-                  + ("its triggers fail" if still_failing else "its pod does not run" if unhealthy and not reasons
+                  + (f"trigger {', '.join(t or '(unnamed)' for t in triggers)} fails" if last_failure is not None else
+                     "its pod does not run" if unhealthy and not reasons
                      else f"{conditions[0].reason or conditions[0].type}"),
             summary=f"Sensor {ns}/{name} does not trigger. " + " ".join(parts),
             objects=[sensor.ref, *(p.ref for p, _ in unhealthy[:3])],
@@ -173,9 +177,9 @@ class EventsSensorNotTriggering(Analyzer):
             chain=chain,
         )
 
-    def _refusal(self, ctx: Context, lines: _Lines, parts: list[str], evidence: list[Evidence]) -> list[str]:
+    def _refusal(self, ctx: Context, records: list[LogRecord], parts: list[str]) -> list[str]:
         """What an RBAC refusal in the argo CLI's line (or the trigger's) says, checked against the input's RBAC."""
-        for record in reversed([*lines.refused, *lines.failed]):
+        for record in sorted(records, key=line_order, reverse=True):
             found = FORBIDDEN.search(record.raw)
             if found is None:
                 continue
@@ -215,16 +219,10 @@ class EventsSensorNotTriggering(Analyzer):
                 "Sensor's trigger is where it breaks." if failing and sent and published else "."))
             if not (failing and sent and published):
                 return []
-            start = len(evidence)
             evidence.insert(0, log_evidence(published[-1]))
             evidence.insert(0, log_evidence(sent[-1]))
             trigger = next((i for i, e in enumerate(evidence) if e.kind == "log" and i >= 2
                             and "Failed to execute a trigger" in e.excerpt), None)
-            return [0, 1] + ([trigger] if trigger is not None else []) if start >= 0 else []
+            return [0, 1] + ([trigger] if trigger is not None else [])
         return []
-
-
-def _when(record: LogRecord | None) -> str:
-    """A line's time as sortable text (the empty text when it has none)."""
-    return record.time.isoformat() if record is not None and record.time is not None else ""
 

@@ -32,6 +32,8 @@ QUOTA = re.compile(r"exceeded quota: (?P<quota>[\w.-]+)")
 NAMESPACE_LIMIT = "workflows.argoproj.io/parallelism-limit"
 CONTROLLER_CONFIG = "workflow-controller-configmap"
 ACTIVE = ("Pending", "Running")
+STALE_AFTER = 300
+"""Seconds after its end a holder still named by a waiter is a lost lock, not the waiter's next reconcile to come."""
 
 
 class WorkflowPending(Analyzer):
@@ -47,31 +49,37 @@ class WorkflowPending(Analyzer):
         wait = ctx.option(self.id, "min-minutes", 10.0)
         workflows = ctx.snap.of_kind("Workflow", WORKFLOW_GROUP)
         for wf in sorted(workflows, key=lambda w: (w.namespace, w.name)):
-            if wf.status.get("phase") not in ("", None, *ACTIVE):
-                continue
-            since = parse_time(wf.status.get("startedAt")) or wf.created
-            if since is None or (now - since).total_seconds() < wait * 60:
-                continue
-            finding = self._workflow(ctx, wf, workflows, now, since)
-            if finding is not None:
-                yield finding
+            if wf.status.get("phase") in ("", None, *ACTIVE):
+                finding = self._workflow(ctx, wf, workflows, now, wait * 60)
+                if finding is not None:
+                    yield finding
 
-    def _workflow(self, ctx: Context, wf: Obj, workflows: list[Obj], now: datetime, since: datetime
-                  ) -> Finding | None:
+    def _workflow(self, ctx: Context, wf: Obj, workflows: list[Obj], now: datetime, wait: float) -> Finding | None:
+        """What holds the Workflow (itself postponed or locked) or one of its steps, once that has waited `wait`
+        seconds: a step's wait counts from the step's own start."""
         message = str(wf.status.get("message") or "")
-        waited = age((now - since).total_seconds() / 60)
-        if POSTPONED in message:
-            return self._postponed(ctx, wf, workflows, waited)
+        since = parse_time(wf.status.get("startedAt")) or wf.created
         nodes = [(node_id, mapping(n)) for node_id, n in mapping(wf.status.get("nodes")).items()]
-        locked = LOCK.search(message) or next((m for _, n in nodes if n.get("phase") == "Pending"
-                                               and (m := LOCK.search(str(n.get("message") or "")))), None)
-        if locked is not None:
-            return self._locked(ctx, wf, locked, waited)
-        pending = [(i, n) for i, n in nodes if n.get("type") == "Pod" and n.get("phase") == "Pending"
-                   and n.get("message")]
-        if not pending:
+        if POSTPONED in message or LOCK.search(message):
+            if since is None or (now - since).total_seconds() < wait:
+                return None
+            waited = age((now - since).total_seconds() / 60)
+            locked = LOCK.search(message)
+            return self._locked(ctx, wf, locked, waited, now) if locked else \
+                self._postponed(ctx, wf, workflows, waited)
+        pending = []
+        for node_id, node in nodes:
+            started = parse_time(node.get("startedAt"))
+            if node.get("phase") == "Pending" and node.get("message") and started is not None and \
+                    (now - started).total_seconds() >= wait:
+                pending.append((node_id, node, age((now - started).total_seconds() / 60)))
+        locked_node = next(((n, m, w) for _, n, w in pending if (m := LOCK.search(str(n.get("message"))))), None)
+        if locked_node is not None:
+            return self._locked(ctx, wf, locked_node[1], locked_node[2], now)
+        pods = [(i, n, w) for i, n, w in pending if n.get("type") == "Pod"]
+        if not pods:
             return None
-        node_id, node = pending[0]
+        node_id, node, waited = pods[0]
         text = str(node.get("message"))
         evidence = [object_evidence(wf, f".status.nodes.{node_id}", f"{node.get('displayName') or node_id} Pending: "
                                                                     f"{text}")]
@@ -119,32 +127,35 @@ class WorkflowPending(Analyzer):
             f"or raise parallelism / namespaceParallelism in {CONTROLLER_CONFIG} (or the namespace's "
             f"{NAMESPACE_LIMIT} label).")
 
-    def _locked(self, ctx: Context, wf: Obj, locked: re.Match[str], waited: str) -> Finding:
+    def _locked(self, ctx: Context, wf: Obj, locked: re.Match[str], waited: str, now: datetime) -> Finding:
         lock = locked["lock"]
         holders = _holders(wf, lock)
         evidence: list[Evidence] = [object_evidence(wf, ".status.synchronization", f"waiting for {lock}; held by "
                                                                                     f"{', '.join(holders) or '?'}")]
-        stale = []
+        ended = []
+        database = "(" in locked.group(0)  # `Waiting for X lock (sem/…)`: shared by controllers, maybe elsewhere
         for holder in holders:
             parts = holder.split("/")
             ns, name = (parts[0], parts[1]) if len(parts) >= 2 else (wf.namespace, parts[0])
             held = ctx.snap.get("Workflow", name, ns, WORKFLOW_GROUP)
-            if held is None or held.status.get("phase") not in ACTIVE:
-                stale.append(f"{ns}/{name} ({'not in the input' if held is None else held.status.get('phase')})")
-            if held is not None:
-                evidence.append(object_evidence(held, ".status.phase", str(held.status.get("phase") or "Pending")))
-        why = (f"It has waited {waited} for {lock} (free {locked['a']} of {locked['b']}), held by "
+            if held is None:
+                continue  # not in the input: it may run in a namespace or cluster the input does not hold
+            evidence.append(object_evidence(held, ".status.phase", str(held.status.get("phase") or "Pending")))
+            finished = parse_time(held.status.get("finishedAt"))
+            if not database and held.status.get("phase") not in ACTIVE and finished is not None and \
+                    (now - finished).total_seconds() > STALE_AFTER:
+                ended.append(f"{ns}/{name} ({held.status.get('phase')} at {held.status.get('finishedAt')})")
+        why = (f"It has waited {waited} for {lock} (lock status {locked['a']}/{locked['b']}), held by "
                f"{', '.join(holders) or 'a holder the status does not name'}.")
-        if stale:
-            why += (f" The holder {', '.join(stale)} has ended or is gone, yet the lock is held: the controller lost "
-                    "track of it (a restart with database locks, a deleted Workflow).")
-        return self._finding(wf, Severity.HIGH if stale else Severity.MEDIUM,
-                             f"it waits for {lock}" + (" held by a Workflow that ended" if stale else ""), why,
+        if ended:
+            why += (f" The holder {', '.join(ended)} ended more than {STALE_AFTER // 60} minutes ago, yet the lock is "
+                    "still held: the controller lost track of it (a restart, a Workflow deleted while it held it).")
+        return self._finding(wf, Severity.HIGH if ended else Severity.MEDIUM,
+                             f"it waits for {lock}" + (" held by a Workflow that ended" if ended else ""), why,
                              evidence,
-                             "Restart the workflow-controller to rebuild the locks from the running Workflows (or "
-                             "release the database lock)" if stale else
-                             "Let the holder finish, or give it an activeDeadlineSeconds; raise the semaphore's limit "
-                             "(its ConfigMap key) if more should run at once.")
+                             "Restart the workflow-controller to rebuild the locks from the running Workflows" if ended
+                             else "Let the holder finish, or give it an activeDeadlineSeconds; raise the semaphore's "
+                                  "limit (its ConfigMap key) if more should run at once.")
 
     def _finding(self, wf: Obj, severity: Severity, what: str, why: str, evidence: list[Evidence],
                  fix: str) -> Finding:

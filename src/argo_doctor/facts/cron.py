@@ -1,10 +1,12 @@
 """When a cron schedule was last due, as Argo Workflows' CronWorkflows read schedules (robfig/cron v3's standard
-parser: minute hour day-of-month month day-of-week, names, `*/n`, ranges, lists, `?`, the @yearly … @hourly
-descriptors, a `CRON_TZ=` prefix; when both day fields are restricted a day matches either, else both).
+parser: minute hour day-of-month month day-of-week (0-6), names, `*/n`, ranges, lists, `?`, the @yearly … @hourly
+descriptors, a `CRON_TZ=` prefix; when both day fields are restricted a day matches either, else both; a field whose
+part starts with `*` or `?` with no step above 1 counts as unrestricted; local times a DST change skips never fire).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -13,6 +15,8 @@ MONTHS = {name: i + 1 for i, name in enumerate(
 DAYS = {name: i for i, name in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
 DESCRIPTORS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
                "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
+PART = re.compile(r"(\*|\?|[0-9A-Za-z]+(?:-[0-9A-Za-z]+)?)(?:/([0-9]+))?", re.ASCII)
+"""One comma-separated part of a field, as robfig's getRange accepts it."""
 HORIZON = 400
 """Days searched backwards for the last due time (a yearly schedule is found)."""
 
@@ -22,14 +26,18 @@ class CronError(ValueError):
 
 
 def _field(text: str, low: int, high: int, names: dict[str, int] | None = None) -> tuple[set[int], bool]:
-    """The values a field allows, and whether it is unrestricted (`*` or `?`)."""
+    """The values a field allows, and whether it is unrestricted (robfig's star bit)."""
     values: set[int] = set()
-    star = text in ("*", "?")
+    star = False
     for part in text.split(","):
-        body, _, step_text = part.partition("/")
+        parsed = PART.fullmatch(part)
+        if parsed is None:
+            raise CronError(f"{part!r} is not a cron field")
+        body, step_text = parsed.group(1), parsed.group(2)
         step = int(step_text) if step_text else 1
         if body in ("*", "?"):
             start, end = low, high
+            star = star or step <= 1
         else:
             first, _, last = body.partition("-")
             start = _value(first, names)
@@ -43,7 +51,7 @@ def _field(text: str, low: int, high: int, names: dict[str, int] | None = None) 
 def _value(text: str, names: dict[str, int] | None) -> int:
     if names and text.lower() in names:
         return names[text.lower()]
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise CronError(f"{text!r} is not a number")
     return int(text)
 
@@ -55,7 +63,7 @@ def last_due(schedule: str, before: datetime, timezone: str = "") -> datetime | 
     if text.startswith(("CRON_TZ=", "TZ=")):
         zone_text, _, text = text.partition(" ")
         timezone = zone_text.split("=", 1)[1]
-    text = DESCRIPTORS.get(text.lower(), text)
+    text = DESCRIPTORS.get(text, text)
     if text.startswith("@"):
         raise CronError(f"{text!r} has no fixed times")
     fields = text.split()
@@ -69,9 +77,7 @@ def last_due(schedule: str, before: datetime, timezone: str = "") -> datetime | 
     hours, _ = _field(fields[1], 0, 23)
     doms, dom_star = _field(fields[2], 1, 31)
     months, _ = _field(fields[3], 1, 12, MONTHS)
-    dows, dow_star = _field(fields[4], 0, 7, DAYS)
-    if 7 in dows:
-        dows.add(0)
+    dows, dow_star = _field(fields[4], 0, 6, DAYS)
     local = before.astimezone(zone).replace(second=0, microsecond=0)
     for back in range(HORIZON):
         day = (local - timedelta(days=back)).date()
@@ -80,7 +86,10 @@ def last_due(schedule: str, before: datetime, timezone: str = "") -> datetime | 
             continue
         for hour in sorted(hours, reverse=True):
             for minute in sorted(minutes, reverse=True):
-                candidate = datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
+                naive = datetime(day.year, day.month, day.day, hour, minute)
+                candidate = naive.replace(tzinfo=zone)
+                if candidate.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != naive:
+                    continue  # a local time the change to summer time skips
                 if candidate <= local:
                     return candidate.astimezone(UTC)
     return None

@@ -35,7 +35,6 @@ class Condition:
 
     index: int
     type: str
-    status: str
     reason: str
     message: str
 
@@ -62,15 +61,18 @@ class Route:
 
 @dataclass(frozen=True)
 class Notifier:
-    """An Argo CD notification webhook service, the EventSource route its URL reaches (None when no route of the
-    input answers it) and the methods its templates send."""
+    """One way Argo CD notifications call a webhook service: a template's section for it, with the URL it calls
+    (the service's url and the template's path), its method, the EventSource that URL reaches and the route it calls
+    (None when no route answers it, or when the path is templated and cannot be known)."""
 
     service: str
+    template: str
     url: str
     config: Obj
+    method: str
     eventsource: Obj | None
     route: Route | None
-    methods: tuple[str, ...]
+    templated: bool
 
 
 def failed_conditions(obj: Obj) -> list[Condition]:
@@ -79,7 +81,7 @@ def failed_conditions(obj: Obj) -> list[Condition]:
     for index, raw in enumerate(as_list(obj.status.get("conditions"))):
         cond = mapping(raw)
         if cond.get("status") == "False":
-            found.append(Condition(index, str(cond.get("type") or ""), "False", str(cond.get("reason") or ""),
+            found.append(Condition(index, str(cond.get("type") or ""), str(cond.get("reason") or ""),
                                    str(cond.get("message") or "")))
     return found
 
@@ -90,9 +92,9 @@ def bus_of(snap: Snapshot, obj: Obj) -> tuple[str, Obj | None]:
     return name, snap.get("EventBus", name, obj.namespace, GROUP)
 
 
-def generated_pods(snap: Snapshot, namespace: str, label: str, name: str) -> list[Obj]:
+def generated_pods(snap: Snapshot, obj: Obj, label: str) -> list[Obj]:
     """The pods the controller runs for an EventSource, Sensor or EventBus (by its label)."""
-    return sorted((p for p in snap.of_kind("Pod", "", namespace) if p.labels.get(label) == name),
+    return sorted((p for p in snap.of_kind("Pod", "", obj.namespace) if p.labels.get(label) == obj.name),
                   key=lambda p: p.name)
 
 
@@ -106,22 +108,11 @@ def bus_workload(snap: Snapshot, bus: Obj) -> Obj | None:
 
 
 def routes(eventsource: Obj) -> list[Route]:
-    """The webhook routes of an EventSource (`spec.webhook`; method POST unless set)."""
+    """The webhook routes of an EventSource (`spec.webhook`); a route without `method` has "" (it refuses every
+    request: start.go compares the request's method with it, and nothing defaults it)."""
     return [Route(eventsource, str(event), str(mapping(config).get("port") or ""),
-                  str(mapping(config).get("endpoint") or ""), str(mapping(config).get("method") or "POST").upper())
+                  str(mapping(config).get("endpoint") or ""), str(mapping(config).get("method") or "").upper())
             for event, config in mapping(eventsource.spec.get("webhook")).items()]
-
-
-def sensors_of(snap: Snapshot, eventsource: Obj, event: str | None = None) -> list[Obj]:
-    """The Sensors of the EventSource's namespace with a dependency on it (on one of its events when given)."""
-    found = []
-    for sensor in snap.of_kind("Sensor", GROUP, eventsource.namespace):
-        for dep in as_list(sensor.spec.get("dependencies")):
-            dep = mapping(dep)
-            if dep.get("eventSourceName") == eventsource.name and event in (None, dep.get("eventName")):
-                found.append(sensor)
-                break
-    return found
 
 
 def dependencies(sensor: Obj) -> list[tuple[str, str]]:
@@ -131,28 +122,35 @@ def dependencies(sensor: Obj) -> list[tuple[str, str]]:
 
 
 def notifiers(snap: Snapshot) -> list[Notifier]:
-    """Argo CD's notification webhook services, each with the EventSource route its URL reaches, if any."""
+    """Every template section of argocd-notifications-cm that calls a webhook service, with what its URL reaches."""
     found = []
     for cm in snap.of_kind("ConfigMap", ""):
         if cm.name != ARGOCD_NOTIFICATIONS:
             continue
         data = config_data(cm)
-        templates = [mapping(yaml_value(v)) for k, v in data.items() if k.startswith("template.")]
+        templates = {k.split(".", 1)[1]: mapping(yaml_value(v)) for k, v in data.items() if k.startswith("template.")}
         for key, value in sorted(data.items()):
             if not key.startswith("service.webhook."):
                 continue
             service = key.split(".", 2)[2]
-            url = str(mapping(yaml_value(value)).get("url") or "")
-            methods = sorted({str(mapping(mapping(t.get("webhook")).get(service)).get("method") or DEFAULT_METHOD)
-                              .upper() for t in templates if service in mapping(t.get("webhook"))})
-            eventsource, route = route_for(snap, url)
-            found.append(Notifier(service, url, cm, eventsource, route, tuple(methods)))
+            base = str(mapping(yaml_value(value)).get("url") or "")
+            for name, template in sorted(templates.items()):
+                section = mapping(template.get("webhook")).get(service)
+                if section is None:
+                    continue
+                path = str(mapping(section).get("path") or "")
+                url = base.rstrip("/") + "/" + path.lstrip("/") if path else base
+                eventsource, route = route_for(snap, url)
+                found.append(Notifier(service, name, url, cm,
+                                      str(mapping(section).get("method") or DEFAULT_METHOD).upper(), eventsource,
+                                      route, "{{" in url))
     return found
 
 
 def route_for(snap: Snapshot, url: str) -> tuple[Obj | None, Route | None]:
     """The EventSource a URL reaches (its host names a Service of the input whose selector picks an EventSource's
-    pods) and the route it calls (the Service's target port and the URL's path are the route's port and endpoint)."""
+    pods) and the route it calls (the Service's target port, when numeric, and the URL's path are the route's port
+    and endpoint)."""
     parts = URL.match(url.strip())
     if parts is None:
         return None, None
@@ -166,16 +164,18 @@ def route_for(snap: Snapshot, url: str) -> tuple[Obj | None, Route | None]:
             continue
         port = int(parts["port"]) if parts["port"] else 443 if parts["scheme"].lower() == "https" else 80
         target = _target_port(service, port)
-        route = next((r for r in routes(eventsource)
-                      if r.port == target and r.endpoint.rstrip("/") == parts["path"].rstrip("/")), None)
+        route = next((r for r in routes(eventsource) if target in (None, r.port)
+                      and r.endpoint.rstrip("/") == parts["path"].rstrip("/")), None)
         return eventsource, route
     return None, None
 
 
-def _target_port(service: Obj, port: int) -> str:
-    """The container port a Service port forwards to (the port itself when the Service does not map it)."""
+def _target_port(service: Obj, port: int) -> str | None:
+    """The container port a Service port forwards to (the port itself when the Service does not map it; None for a
+    named target port, which only the pods' container ports resolve)."""
     for entry in as_list(service.spec.get("ports")):
         entry = mapping(entry)
         if entry.get("port") == port:
-            return str(entry.get("targetPort") or port)
+            target = str(entry.get("targetPort") or port)
+            return target if target.isdigit() else None
     return str(port)
