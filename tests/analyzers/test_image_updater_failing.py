@@ -44,10 +44,24 @@ def test_the_example_tells_a_refused_registry_from_a_protected_branch() -> None:
 def test_a_later_clean_cycle_makes_the_failures_history(tmp_path: Path) -> None:
     bundle = _copy(tmp_path)
     log = bundle / LOG
-    log.write_text(log.read_text() + '2026-12-01T09:19:40.5Z {"level":"info","msg":"Processing results: '
-                   'applications=2 images_considered=2 images_skipped=0 images_updated=1 errors=0",'
-                   '"time":"2026-12-01T09:19:40Z"}\n')
+    log.write_text(log.read_text() + CYCLE.format(time="2026-12-01T09:19:40", errors=0))
     assert [f["title"] for f in _scan(bundle)] == ["ImageUpdater argocd/billing-updater selects no Application"]
+
+
+CYCLE = ('{time}.5Z {{"imageUpdater_name":"shop-updater","imageUpdater_namespace":"argocd","level":"info","msg":'
+         '"Processing results: applications=2 images_considered=2 images_skipped=0 images_updated=0 errors={errors}",'
+         '"time":"{time}Z"}}\n')
+
+
+def test_an_application_s_failure_absent_from_the_last_cycle_is_history_while_another_fails(tmp_path: Path) -> None:
+    bundle = _copy(tmp_path)
+    log = bundle / LOG
+    shop_web = [line for line in log.read_text().splitlines() if "Could not update application spec" in line][-1]
+    log.write_text(log.read_text() + shop_web.replace("09:18:43", "09:19:43") + "\n"
+                   + CYCLE.format(time="2026-12-01T09:19:44", errors=1))
+    titles = [f["title"] for f in _scan(bundle)]
+    assert "Image Updater cannot write the new image back for shop-web: writeback-protected-branch" in titles
+    assert not any("shop-api" in t for t in titles)
 
 
 V0 = ('2026-12-01T09:14:41.044000000Z time="2026-12-01T09:14:41Z" level=error msg="{msg}" alias=api application=shop '
@@ -125,3 +139,14 @@ def test_images_that_are_never_updated(tmp_path: Path, line: str, title: str, wh
     log.write_text(log.read_text() + f"2026-12-01T09:19:42.1Z {line}\n")
     [finding] = [f for f in _scan(bundle) if f["title"] == title]
     assert finding["severity"] == "medium" and why in finding["summary"]
+
+
+def test_an_updater_whose_refs_select_an_application_of_the_input_is_not_said_to_select_nothing(tmp_path: Path
+                                                                                                 ) -> None:
+    bundle = _copy(tmp_path)
+    path = bundle / "objects" / "argocd.yaml"
+    doc = yaml.safe_load(path.read_text())
+    app = next(i for i in doc["items"] if i["kind"] == "Application" and i["metadata"]["name"] == "shop-api")
+    doc["items"].append({**app, "metadata": {**app["metadata"], "name": "billing-api"}})
+    path.write_text(yaml.safe_dump(doc))
+    assert not any("selects no Application" in f["title"] for f in _scan(bundle))

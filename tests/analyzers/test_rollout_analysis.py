@@ -122,3 +122,17 @@ def test_every_row_matches_its_example_first_and_names_its_source(row: knowledge
     first = next(r for r in knowledge.analysis_errors() if r.pattern.search(row.example))
     assert first.id == row.id
     assert row.source.startswith("https://")
+
+
+def test_dry_run_metrics_by_regular_expression_and_malformed_phases_are_left_out() -> None:
+    from argo_doctor.facts.analysis import outcome
+
+    run = {"metadata": {"name": "r-1"}, "spec": {"dryRun": [{"metricName": ".*-shadow"}], "metrics": [
+        {"name": "rate", "provider": {"prometheus": {"query": "q"}}}]},
+           "status": {"phase": "Failed", "metricResults": [
+               {"name": "rate", "phase": "Failed", "failed": 1},
+               {"name": "latency-shadow", "phase": "Failed", "failed": 1},
+               {"name": "odd", "phase": ["Failed"]},
+               {"name": "flagged", "phase": "Failed", "dryRun": True}]}}
+    result = outcome(run)
+    assert result is not None and [m.name for m in result.metrics] == ["rate"]

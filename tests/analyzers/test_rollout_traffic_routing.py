@@ -53,3 +53,30 @@ def test_a_rollout_without_traffic_routing_is_never_concerned(tmp_path: Path) ->
     del rollout["spec"]["strategy"]["canary"]["trafficRouting"]
     path.write_text(yaml.safe_dump(doc))
     assert _findings(bundle) == []
+
+
+def _changed(tmp_path: Path, change: Any) -> list[dict[str, Any]]:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    path = bundle / "objects" / "rollouts.yaml"
+    doc = yaml.safe_load(path.read_text())
+    change(next(i for i in doc["items"] if i["kind"] == "Rollout" and i["metadata"]["name"] == "payments-gw"),
+           [i for i in doc["items"] if i["kind"] == "Event"])
+    path.write_text(yaml.safe_dump(doc))
+    return _findings(bundle)
+
+
+def test_an_applied_weight_a_healthy_rollout_or_an_old_failure_is_no_finding(tmp_path: Path) -> None:
+    def applied(rollout: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        rollout["status"]["canary"] = {"weights": {"canary": {"weight": 10}, "stable": {"weight": 90}}}
+
+    def healthy(rollout: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        rollout["status"]["phase"] = "Healthy"
+
+    def old(rollout: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        for event in events:
+            event["lastTimestamp"] = "2026-12-01T07:02:03Z"
+
+    assert _changed(tmp_path / "a", applied) == []
+    assert _changed(tmp_path / "b", healthy) == []
+    assert _changed(tmp_path / "c", old) == []

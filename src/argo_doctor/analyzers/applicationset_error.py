@@ -120,9 +120,9 @@ def _logged_only(namespace: str, name: str, failures: _Failures) -> Finding:
         severity=Severity.LOW,
         title=f"ApplicationSet {name}: the controller failed to generate its Applications",
         summary=(f"The applicationset controller logged `unable to generate applications` for {namespace}/{name}: "
-                 f"{message}.{_since(failures)} The input holds no status of that ApplicationSet, so whether it "
-                 "still fails cannot be told; while it fails, the controller creates, updates and deletes nothing for "
-                 "it."),
+                 f"{message}.{_since(failures)} The input holds no conditions of that ApplicationSet, so whether "
+                 "it still fails cannot be told; while it fails, the controller creates, updates and deletes nothing "
+                 "for it."),
         objects=[Ref("argoproj.io/v1alpha1", "ApplicationSet", namespace, name)],
         evidence=_lines(failures),
         remediation=Remediation(text="Read the ApplicationSet's conditions to see whether it still fails, then mend "

@@ -310,9 +310,10 @@ def workflow_evidence(workflow: Obj, nodes: list[FailedNode], lines: list[str]) 
 
 
 ARTIFACT_ACCESS = re.compile(r"failed to (?:create new S3 client|get file|put file|put directory|create bucket|list "
-                             r"directory|load artifact)|Access Denied|The specified bucket does not exist|"
-                             r"InvalidAccessKeyId|SignatureDoesNotMatch")
-"""Argo Workflows' artifact driver errors (workflow/artifacts/s3/s3.go, workflow/executor) and S3's own codes."""
+                             r"directory|load artifact)|(?:^|\s)(?:wait|init): .*(?:Access Denied|The specified bucket "
+                             r"does not exist|InvalidAccessKeyId|SignatureDoesNotMatch)")
+"""Argo Workflows' artifact driver errors (workflow/artifacts/s3/s3.go, workflow/executor), and S3's own codes in the
+executor's containers (wait, init) only: a step's own container may print them for its own reasons."""
 
 
 def workflow_fix(workflow: Obj, nodes: list[FailedNode]) -> PodFix:

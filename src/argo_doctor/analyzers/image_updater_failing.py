@@ -11,13 +11,15 @@ add their own verdict: `Ready` False (`ReconcileFailed`: the selection failed) a
 
 from __future__ import annotations
 
+import fnmatch
 import re
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.analyzers.common import log_evidence, object_evidence, plural
+from argo_doctor.analyzers.common import after, line_order, log_evidence, object_evidence, plural
 from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 from argo_doctor.snapshot import Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
@@ -32,12 +34,14 @@ KEEP = 2
 
 @dataclass
 class _Failure:
-    """The lines of one Application's failures of one cause."""
+    """The lines of one Application's failures of one cause, and the updater (v1: its ImageUpdater) that logged them."""
 
     cause: knowledge.KnownError | None
+    updater: str = ""
     images: set[str] = field(default_factory=set)
     lines: list[LogRecord] = field(default_factory=list)
     count: int = 0
+    why: str = ""
 
 
 class ImageUpdaterFailing(Analyzer):
@@ -52,56 +56,57 @@ class ImageUpdaterFailing(Analyzer):
 
     def __init__(self) -> None:
         self._failures: dict[tuple[str, str], _Failure] = {}
-        self._never: dict[tuple[str, str], tuple[str, LogRecord, int]] = {}
-        self._last_clean: LogRecord | None = None
-        self._last_failure: LogRecord | None = None
+        self._never: dict[tuple[str, str], _Failure] = {}
+        self._cycles: dict[str, list[LogRecord]] = defaultdict(list)
 
     def on_log(self, signature: LogSignature, record: LogRecord, match: re.Match[str] | None) -> None:
-        """Group the failures by Application and cause; remember the last cycle without errors."""
+        """Group the failures by Application and cause; keep each updater's last two `Processing results` lines (v1
+        logs one per ImageUpdater, v0.x one per cycle)."""
+        updater = _updater_of(record)
         if signature.id == "image-updater.cycle-results":
-            if match is not None and match["errors"] == "0":
-                self._last_clean = record
+            cycles = self._cycles[updater]
+            cycles[:] = sorted([*cycles, record], key=line_order)[-2:]
             return
-        if signature.id in ("image-updater.no-candidate", "image-updater.unsupported-source") and match is not None:
-            why = _never_why(match)
+        if signature.id in ("image-updater.no-candidate", "image-updater.unsupported-source"):
+            if match is None:
+                return
             app = record.fields.get("application") or match.groupdict().get("app") or ""
             subject = match.groupdict().get("image") or match.groupdict().get("empty") or app
-            count = self._never.get((app, subject), ("", record, 0))[2]
-            self._never[(app, subject)] = (why, record, count + 1)
-            return
-        message = record.message
-        kind = "write-back" if signature.id == WRITE_BACK else "registry"
-        cause = next((e for e in knowledge.image_updater_errors() if e.cause == kind and e.pattern.search(message)),
-                     None)
-        app = record.fields.get("application", "")
-        failure = self._failures.setdefault((app, cause.id if cause else kind), _Failure(cause))
-        image = record.fields.get("image_name") or ""
-        if image:
-            failure.images.add(image)
-        failure.lines.append(record)
-        del failure.lines[:-KEEP]
+            failure = self._never.setdefault((app, subject), _Failure(None, updater, why=_never_why(match)))
+        else:
+            kind = "write-back" if signature.id == WRITE_BACK else "registry"
+            cause = next((e for e in knowledge.image_updater_errors() if e.cause == kind
+                          and e.pattern.search(record.message)), None)
+            app = record.fields.get("application", "")
+            failure = self._failures.setdefault((app, cause.id if cause else kind), _Failure(cause, updater))
+            if record.fields.get("image_name"):
+                failure.images.add(record.fields["image_name"])
+        failure.lines = sorted([*failure.lines, record], key=line_order)[-KEEP:]
         failure.count += 1
-        self._last_failure = record
+
+    def _current(self, failure: _Failure) -> bool:
+        """Whether the failure happened in its updater's last completed cycle or after it (not before)."""
+        cycles = self._cycles.get(failure.updater, [])
+        return len(cycles) < 2 or after(failure.lines[-1], cycles[-2])
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
-        history = (self._last_clean is not None and self._last_failure is not None
-                   and _after(self._last_clean, self._last_failure))
-        if not history:
-            for (app, kind), failure in sorted(self._failures.items()):
+        for (app, kind), failure in sorted(self._failures.items()):
+            if self._current(failure):
                 yield self._finding(ctx, app, kind, failure)
-        for (app, subject), (why, record, count) in sorted(self._never.items()):
-            yield self._never_updated(ctx, app, subject, why, record, count)
+        for (app, subject), failure in sorted(self._never.items()):
+            if self._current(failure):
+                yield self._never_updated(ctx, app, subject, failure)
         for updater in ctx.snap.of_kind("ImageUpdater", GROUP):
-            finding = self._updater(ctx, updater, bool(self._failures) or self._last_clean is not None)
+            key = f"{updater.namespace}/{updater.name}"
+            logged = key in self._cycles or any(f.updater == key for f in self._failures.values())
+            finding = self._updater(ctx, updater, logged)
             if finding is not None:
                 yield finding
 
     def _finding(self, ctx: Context, app: str, kind: str, failure: _Failure) -> Finding:
         cause = failure.cause
         writing = kind.startswith("write-back") or (cause is not None and cause.cause == "write-back")
-        namespace, _, name = app.rpartition("/")
-        obj = next((a for a in ctx.snap.applications() if a.name == name and (not namespace or
-                                                                              a.namespace == namespace)), None)
+        name, obj = _application(ctx, app)
         images = ", ".join(sorted(failure.images)) or "its images"
         what = ("cannot write the new image back" if writing else f"cannot read the tags of {images}")
         summary = (f"The Image Updater {what} for Application {app or '(not named by the line)'}: "
@@ -122,12 +127,10 @@ class ImageUpdaterFailing(Analyzer):
                                     docs=DOCS),
         )
 
-    def _never_updated(self, ctx: Context, app: str, subject: str, why: str, record: LogRecord, count: int
-                       ) -> Finding:
+    def _never_updated(self, ctx: Context, app: str, subject: str, failure: _Failure) -> Finding:
         """An image no tag can update (its constraint, strategy or filters), or an Application it cannot write."""
-        namespace, _, name = app.rpartition("/")
-        obj = next((a for a in ctx.snap.applications() if a.name == name and (not namespace or
-                                                                              a.namespace == namespace)), None)
+        name, obj = _application(ctx, app)
+        record, count, why = failure.lines[-1], failure.count, failure.why
         skipped = subject == app
         return Finding(
             rule=self.id,
@@ -159,16 +162,17 @@ class ImageUpdaterFailing(Analyzer):
         if error[1].get("status") == "True" and not logged:
             return self._condition(updater, ref, error, Severity.MEDIUM, "its last check had errors")
         matched = updater.status.get("applicationsMatched")
-        if ready[1].get("status") == "True" and matched is not None and as_int(matched) == 0:
-            apps = [a.name for a in ctx.snap.applications() if a.namespace == updater.namespace]
+        apps = [a for a in ctx.snap.applications() if a.namespace == updater.namespace]
+        if ready[1].get("status") == "True" and matched is not None and as_int(matched) == 0 and \
+                not any(_selects(ref, a) for ref in as_list(updater.spec.get("applicationRefs")) for a in apps):
             return Finding(
                 rule=self.id,
                 severity=Severity.LOW,
                 title=f"ImageUpdater {updater.namespace}/{updater.name} selects no Application",
                 summary=(f"ImageUpdater {updater.namespace}/{updater.name} matched no Application in its last check "
-                         f"(status.applicationsMatched 0): its applicationRefs' namePattern and labelSelectors "
-                         f"select none of the {plural(len(apps), 'Application')} of namespace {updater.namespace} "
-                         "the input holds (it reads only its own namespace), so it updates nothing."),
+                         f"(status.applicationsMatched 0), and its applicationRefs (namePattern, matchLabels) select "
+                         f"none of the {plural(len(apps), 'Application')} of namespace {updater.namespace} the input "
+                         "holds (it reads only its own namespace): it updates nothing."),
                 objects=[ref],
                 evidence=[object_evidence(updater, ".status.applicationsMatched", "0")],
                 remediation=Remediation(text="Fix the applicationRefs (a namePattern is a glob over Application "
@@ -199,6 +203,28 @@ class ImageUpdaterFailing(Analyzer):
         )
 
 
+def _updater_of(record: LogRecord) -> str:
+    """The ImageUpdater a v1 line belongs to (`namespace/name`), "" for v0.x's single loop."""
+    name = record.fields.get("imageUpdater_name", "")
+    return f"{record.fields.get('imageUpdater_namespace', '')}/{name}" if name else ""
+
+
+def _application(ctx: Context, app: str) -> tuple[str, Obj | None]:
+    """The name of the Application a line names (`name` in v0.x, `namespace/name` in v1) and the object."""
+    namespace, _, name = app.rpartition("/")
+    return name, next((a for a in ctx.snap.applications() if a.name == name and (not namespace or
+                                                                                   a.namespace == namespace)), None)
+
+
+def _selects(ref: object, app: Obj) -> bool:
+    """Whether an applicationRef selects an Application: its namePattern (a glob) and its labelSelectors'
+    matchLabels (expressions are taken to match, so as not to claim that nothing is selected)."""
+    ref = mapping(ref)
+    pattern = str(ref.get("namePattern") or "*")
+    labels = mapping(mapping(ref.get("labelSelectors")).get("matchLabels"))
+    return fnmatch.fnmatchcase(app.name, pattern) and all(app.labels.get(k) == v for k, v in labels.items())
+
+
 def _never_why(match: re.Match[str]) -> str:
     """Why an image is never updated, from a no-candidate or unsupported-source line."""
     found = match.groupdict()
@@ -207,12 +233,13 @@ def _never_why(match: re.Match[str]) -> str:
                 f"'{found.get('type') or 'unknown'}' is not one it can write (Helm, Kustomize; an Application never "
                 "reconciled has none)")
     if found.get("empty"):
-        return f"The registry returns no tag at all for {found['empty']}: the image name is likely wrong"
+        return (f"No tag of {found['empty']} is left to consider: the repository has none, or allow-tags, "
+                "ignore-tags or a digest constraint filter every one out")
     if found.get("constraint") is not None:
         return (f"No tag of {found.get('image')} matches the constraint \"{found['constraint']}\", so the image is "
                 "never updated")
-    return (f"No tag of {found.get('image')} is usable by the {found.get('strategy')} strategy (allow-tags or "
-            "ignore-tags filter them all)")
+    return (f"Tags of {found.get('image')} exist but the {found.get('strategy')} strategy keeps none of them (for "
+            "semver: no tag parses as a version)")
 
 
 def _short(message: str, limit: int = 240) -> str:
@@ -220,9 +247,3 @@ def _short(message: str, limit: int = 240) -> str:
     text = " ".join(message.replace("\\n", " ").split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
-
-def _after(later: LogRecord, earlier: LogRecord) -> bool:
-    """Whether a line comes after another (by time, else by place in one file)."""
-    if later.time is not None and earlier.time is not None:
-        return later.time > earlier.time
-    return later.file == earlier.file and later.line > earlier.line

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime
 
 from argo_doctor.analyzers import Analyzer, Context
 from argo_doctor.analyzers.common import event_evidence, log_evidence, plural
@@ -21,7 +22,7 @@ from argo_doctor.facts.rollouts import rollouts
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 from argo_doctor.snapshot import KEvent, Obj
 from argo_doctor.sources.logs import LogRecord, LogSignature
-from argo_doctor.sources.objects import mapping
+from argo_doctor.sources.objects import as_int, as_list, mapping
 
 DOCS = ("https://argo-rollouts.readthedocs.io/en/stable/features/traffic-management/",)
 FAILURES = ("TrafficRoutingError", "WeightVerifyError", "VirtualServiceNotFound", "DestinationRuleNotFound",
@@ -29,6 +30,8 @@ FAILURES = ("TrafficRoutingError", "WeightVerifyError", "VirtualServiceNotFound"
             "VirtualNodeNotFound")
 """Warning Event reasons of Argo Rollouts' traffic routers (rollout/trafficrouting.go, istio, smi, alb, appmesh)."""
 SUCCESS = "TrafficWeightUpdated"
+RECENT = 3600
+"""Seconds: a failure older than this before the input was taken, with no later one, is not reported."""
 ROUTER_HINTS = (
     (re.compile(r"plugin", re.I), "a traffic router plugin (its entry in argo-rollouts-config, its binary, its own "
                                    "RBAC to the objects it edits)"),
@@ -73,8 +76,8 @@ class RolloutTrafficRouting(Analyzer):
                 continue
             last = failures[-1]
             updated = [e for e in events if e.reason == SUCCESS and _when(e) > _when(last)]
-            if updated:
-                continue  # the weights were applied after the last failure
+            if updated or _settled(rollout) or not _recent(last, ctx.snap.reference_time):
+                continue  # applied since (an Event only when the weight changes, or the status shows it), or old
             routers = sorted(k for k in routing if k != "plugins") + \
                 [f"the {p} plugin" for p in sorted(mapping(routing.get("plugins")))]
             yield self._finding(rollout, routers, failures, self._lines.get((rollout.namespace, rollout.name), []))
@@ -105,6 +108,27 @@ class RolloutTrafficRouting(Analyzer):
             remediation=Remediation(text=fix, command=f"kubectl -n {ns} get events --field-selector "
                                                       f"involvedObject.name={name},reason={last.reason}", docs=DOCS),
         )
+
+
+def _settled(rollout: Obj) -> bool:
+    """Whether the Rollout no longer needs a weight (Healthy, fully promoted) or its status shows the weight of its
+    current step applied (`status.canary.weights.canary.weight`, written only after a successful SetWeight)."""
+    status = rollout.status
+    if status.get("phase") == "Healthy" or (status.get("stableRS") and status.get("stableRS") ==
+                                            status.get("currentPodHash")):
+        return True
+    steps = as_list(mapping(mapping(rollout.spec.get("strategy")).get("canary")).get("steps"))
+    index = as_int(status.get("currentStepIndex"), -1)
+    wanted = next((mapping(step).get("setWeight") for step in reversed(steps[:index + 1])
+                   if "setWeight" in mapping(step)), None)
+    weight = mapping(mapping(mapping(status.get("canary")).get("weights")).get("canary")).get("weight")
+    return wanted is not None and weight is not None and as_int(weight, -1) == as_int(wanted, -2)
+
+
+def _recent(event: KEvent, now: datetime) -> bool:
+    """Whether the Event happened in the last RECENT seconds before the input was taken."""
+    time = event.last or event.created or event.first
+    return time is None or (now - time).total_seconds() <= RECENT
 
 
 def _when(event: KEvent) -> str:

@@ -10,6 +10,7 @@ Inconclusive), dry-run metrics aside. A Failed run judged the release; an Error 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -82,12 +83,12 @@ def outcome(run: Mapping[str, Any], rollout: Mapping[str, Any] | None = None) ->
     kind = KINDS.get(str(status.get("phase") or ""))
     if kind is None:
         return None
-    dry = {str(mapping(d).get("metricName")) for d in as_list(spec.get("dryRun"))}
+    dry = [str(mapping(d).get("metricName") or "") for d in as_list(spec.get("dryRun"))]
     specs = {str(mapping(m).get("name")): mapping(m) for m in as_list(spec.get("metrics"))}
     metrics = []
     for result in (mapping(r) for r in as_list(status.get("metricResults"))):
         name = str(result.get("name") or "")
-        if result.get("phase") not in KINDS or name in dry or "*" in dry:
+        if str(result.get("phase") or "") not in KINDS or result.get("dryRun") is True or _dry(name, dry):
             continue
         metrics.append(_metric(result, specs.get(name, {})))
     labels = mapping(mapping(run.get("metadata")).get("labels"))
@@ -95,10 +96,22 @@ def outcome(run: Mapping[str, Any], rollout: Mapping[str, Any] | None = None) ->
                            templates_of(rollout, labels) if rollout is not None else (), tuple(metrics))
 
 
+def _dry(name: str, rules: list[str]) -> bool:
+    """Whether a metric is in dry-run: each rule is an unanchored regular expression (utils/analysis/helpers.go
+    GetDryRunMetrics, regexp.MatchString); one that does not compile matches nothing."""
+    for rule in rules:
+        try:
+            if rule and re.search(rule, name):
+                return True
+        except re.error:
+            continue
+    return False
+
+
 def _metric(result: dict[str, Any], metric: dict[str, Any]) -> MetricOutcome:
-    phase = str(result.get("phase"))
+    phase = str(result.get("phase") or "")
     measurements = [mapping(m) for m in as_list(result.get("measurements"))]
-    alike = [m for m in measurements if m.get("phase") == phase] or measurements
+    alike = [m for m in measurements if str(m.get("phase") or "") == phase] or measurements
     values = tuple(str(m.get("value")) for m in alike[-3:] if m.get("value") not in (None, ""))
     message = next((str(m.get("message")).strip() for m in reversed(alike) if m.get("message")), "") or \
         str(result.get("message") or "").strip()
