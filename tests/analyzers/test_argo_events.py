@@ -53,7 +53,8 @@ def test_the_pipeline_breaks_at_the_sensor_s_trigger_refused_by_rbac(tmp_path: P
     assert ("Its 1 trigger submit-ledger-close fails: the sensor logged 1 failure, the last at 2026-12-01 09:12:04 "
             "UTC, and no success of it since") in summary
     assert "refuses ServiceAccount argo-events/events-sa to create workflows.argoproj.io in namespace batch" in summary
-    assert "No Role or ClusterRole of the input bound to it grants that" in summary
+    assert ("It is bound to Role/batch/events-workflows, which grants only get, list, watch on workflows there"
+            in summary)
     assert "the Sensor's trigger is where it breaks" in summary
     assert "The last Workflow it created is batch/ledger-close-8kq2d" in summary
     chain = [sensor["evidence"][link["evidence"]]["excerpt"] for link in sensor["chain"]]
@@ -61,12 +62,13 @@ def test_the_pipeline_breaks_at_the_sensor_s_trigger_refused_by_rbac(tmp_path: P
     assert "Succeeded to publish an event" in chain[1] and "Failed to execute a trigger" in chain[2]
     assert "kubectl auth can-i create workflows.argoproj.io -n batch --as system:serviceaccount:argo-events:events-sa" \
         in sensor["remediation"]["text"]
+    assert sensor["remediation"]["text"].startswith("Add `create` on workflows to Role/batch/events-workflows")
 
 
 def test_notifications_sent_with_the_default_get_to_a_post_route_are_refused(tmp_path: Path) -> None:
     [source] = [f for f in _scan(tmp_path) if f["rule"] == "events-eventsource-failing"]
-    assert source["title"] == ("EventSource release-notes: Argo CD notifications (release-notes) send GET, it "
-                               "accepts POST")
+    assert source["title"] == ("EventSource release-notes: Argo CD's webhook release-notes sends GET, route notes "
+                               "accepts only POST")
     assert "route notes accepts only POST" in source["summary"] and "1 failed delivery" in source["summary"]
     assert "Set `method: POST` under webhook.release-notes" in source["remediation"]["text"]
     assert {o["name"] for o in source["objects"]} == {"release-notes", "argocd-notifications-cm"}
@@ -138,8 +140,7 @@ def test_a_notification_url_that_misses_every_route(tmp_path: Path) -> None:
             ":12000/argocd", ":12000/argo-cd")
 
     [source] = [f for f in _scan(tmp_path, wrong_path) if f["objects"][0]["name"] == "argocd-sync"]
-    assert source["title"] == ("EventSource argocd-sync: Argo CD notifications (batch-events) call a path it does "
-                               "not serve")
+    assert source["title"] == "EventSource argocd-sync: Argo CD's webhook batch-events calls a path it does not serve"
     assert "(/argocd on port 12000): the server answers 404" in source["summary"]
 
 

@@ -31,14 +31,14 @@ def _copy(tmp_path: Path) -> Path:
 def test_the_example_tells_a_refused_registry_from_a_protected_branch() -> None:
     found = {f["title"]: f for f in _scan(BUNDLE)}
     assert set(found) == {
-        "Image Updater cannot read the tags of initech/shop-api for shop-api: registry-unauthorized",
-        "Image Updater cannot write the new image back for shop-web: writeback-protected-branch",
+        "Image Updater cannot read the tags of initech/shop-api for shop-api: unauthorized",
+        "Image Updater cannot write the new image back for shop-web: protected branch",
         "ImageUpdater argocd/billing-updater selects no Application"}
-    web = found["Image Updater cannot write the new image back for shop-web: writeback-protected-branch"]
+    web = found["Image Updater cannot write the new image back for shop-web: protected branch"]
     assert web["severity"] == "high" and "3 failures in its log" in web["summary"]
     assert "GH006" in web["summary"] and "Argo CD keeps deploying the old image" in web["summary"]
     assert web["objects"][0]["name"] == "shop-web"
-    assert "pull request mode" in web["remediation"]["text"]
+    assert "writeBackConfig.gitConfig.pullRequest" in web["remediation"]["text"]
 
 
 def test_a_later_clean_cycle_makes_the_failures_history(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_an_application_s_failure_absent_from_the_last_cycle_is_history_while_an
     log.write_text(log.read_text() + shop_web.replace("09:18:43", "09:19:43") + "\n"
                    + CYCLE.format(time="2026-12-01T09:19:44", errors=1))
     titles = [f["title"] for f in _scan(bundle)]
-    assert "Image Updater cannot write the new image back for shop-web: writeback-protected-branch" in titles
+    assert "Image Updater cannot write the new image back for shop-web: protected branch" in titles
     assert not any("shop-api" in t for t in titles)
 
 
@@ -71,18 +71,18 @@ V0 = ('2026-12-01T09:14:41.044000000Z time="2026-12-01T09:14:41Z" level=error ms
 @pytest.mark.parametrize(("message", "title"), [
     ('Could not get tags from registry: Get \\"https://harbor.initech.example/v2/\\": tls: failed to verify '
      'certificate: x509: certificate signed by unknown authority', "cannot read the tags of initech/shop-api for shop: "
-                                                                    "registry-tls"),
+                                                                    "tls"),
     ("Could not set registry endpoint credentials: could not fetch secret 'regcred' from namespace 'argocd' (field: "
      "'.dockerconfigjson'): secrets \\\"regcred\\\" not found", "cannot read the tags of initech/shop-api for shop: "
-                                                                "registry-credentials-unreadable"),
+                                                                "credentials unreadable"),
     ("Could not update application spec: could not push argocd to origin: `git push origin argocd` failed exit "
      "status 1: ! [rejected] argocd -> argocd (non-fast-forward)", "cannot write the new image back for shop: "
-                                                                   "writeback-non-fast-forward"),
+                                                                   "non fast forward"),
     ("Could not update application spec: failed to update application spec for shop after retries: "
      "applications.argoproj.io \\\"shop\\\" is forbidden: User "
      "\\\"system:serviceaccount:argocd:argocd-image-updater\\\" cannot update resource \\\"applications\\\" "
      "in API group \\\"argoproj.io\\\" in the namespace \\\"shop\\\"",
-     "cannot write the new image back for shop: writeback-rbac"),
+     "cannot write the new image back for shop: rbac"),
 ])
 def test_v0_text_lines_get_their_cause(tmp_path: Path, message: str, title: str) -> None:
     bundle = tmp_path / "bundle"
@@ -150,3 +150,10 @@ def test_an_updater_whose_refs_select_an_application_of_the_input_is_not_said_to
     doc["items"].append({**app, "metadata": {**app["metadata"], "name": "billing-api"}})
     path.write_text(yaml.safe_dump(doc))
     assert not any("selects no Application" in f["title"] for f in _scan(bundle))
+
+
+def test_a_refused_registry_names_the_pull_secret_the_updater_uses() -> None:
+    [api] = [f for f in _scan(BUNDLE) if "shop-api" in f["title"]]
+    assert "The image's pull secret is pullsecret:argocd/dockerhub-readonly (ImageUpdater argocd/shop-updater)" in \
+        api["summary"]
+    assert {o["kind"] for o in api["objects"]} == {"Application", "ImageUpdater"}

@@ -68,7 +68,7 @@ def test_a_failed_analysis_judged_the_release() -> None:
 def test_an_empty_result_indexed_by_the_condition_is_an_error_that_says_nothing_of_the_release(tmp_path: Path) -> None:
     [finding] = _checkout(tmp_path, _errored(EMPTY))
     assert finding["title"] == ("Rollout payments/checkout is Degraded: its analysis could not measure "
-                                "(empty-result-indexed), the release may be fine")
+                                "(empty result indexed), the release may be fine")
     assert "could not measure the new version, so it says nothing about it (the release may be fine)" in \
         finding["summary"]
     assert "The query returned no data" in finding["summary"]
@@ -86,7 +86,7 @@ def test_an_empty_result_indexed_by_the_condition_is_an_error_that_says_nothing_
 ])
 def test_each_provider_error_gets_its_cause(tmp_path: Path, message: str, cause: str) -> None:
     [finding] = _checkout(tmp_path, _errored(message))
-    assert finding["title"].endswith(f"could not measure ({cause}), the release may be fine")
+    assert finding["title"].endswith(f"could not measure ({cause.replace('-', ' ')}), the release may be fine")
 
 
 def test_a_rollout_paused_by_an_inconclusive_run_is_waiting_for_a_person(tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ def test_a_plugin_that_cannot_find_its_route_leaves_the_weights_unset() -> None:
     assert "refused the controller 42 times" in finding["summary"]
     assert 'httproutes.gateway.networking.k8s.io "payments" not found' in finding["summary"]
     assert sum(e["kind"] == "log" for e in finding["evidence"]) == 2
-    assert "argo-rollouts-config" in finding["remediation"]["text"]
+    assert finding["remediation"]["text"].startswith("Create httproutes.gateway.networking.k8s.io payments in "
+                                                     "namespace payments")
 
 
 def test_a_later_weight_update_makes_the_errors_history(tmp_path: Path) -> None:

@@ -46,10 +46,10 @@ def test_the_example_names_what_holds_each_workflow(tmp_path: Path) -> None:
     found = _scan(tmp_path)
     assert sorted(found) == ["adhoc-export-7hq4d", "audit-sync-k2l9p", "ledger-sync", "ledger-sync-1796088600"]
     lock = found["audit-sync-k2l9p"]
-    assert lock["severity"] == "high" and lock["title"] == ("Workflow audit-sync-k2l9p waits: it waits for "
+    assert lock["severity"] == "high" and lock["title"] == ("Workflow audit-sync-k2l9p waits for lock "
                                                             "batch/Mutex/audit held by a Workflow that ended")
-    assert ("held by batch/audit-sync-p7v3x. The holder batch/audit-sync-p7v3x (Failed at 2026-11-30T23:10:44Z) ended "
-            "more than 5 minutes ago") in lock["summary"]
+    assert ("held by batch/audit-sync-p7v3x. The holder batch/audit-sync-p7v3x (Failed at 2026-11-30T23:10:44Z) has "
+            "ended, yet the lock is still held") in lock["summary"]
     quota = found["ledger-sync-1796088600"]
     assert "Step reconcile has waited 8h10m" in quota["summary"] and "requests.cpu 7500m of 8" in quota["summary"]
     postponed = found["adhoc-export-7hq4d"]
@@ -57,7 +57,7 @@ def test_the_example_names_what_holds_each_workflow(tmp_path: Path) -> None:
     cron = found["ledger-sync"]
     assert cron["title"] == "CronWorkflow ledger-sync starts nothing: Forbid holds it behind Workflow " \
                             "ledger-sync-1796088600"
-    assert "A run was due at 2026-12-01 08:30 UTC" in cron["summary"]
+    assert "The runs due at 2026-12-01 04:30 and 2026-12-01 08:30 UTC did not start" in cron["summary"]
 
 
 def test_a_lock_held_by_a_running_workflow_is_medium_and_a_young_wait_is_silent(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_a_lock_held_by_a_running_workflow_is_medium_and_a_young_wait_is_silent(
 
     found = _scan(tmp_path, running_holder)
     assert found["audit-sync-k2l9p"]["severity"] == "medium"
-    assert "ended more than" not in found["audit-sync-k2l9p"]["summary"]
+    assert "has ended" not in found["audit-sync-k2l9p"]["summary"]
     assert "adhoc-export-7hq4d" not in found
 
 
@@ -81,7 +81,7 @@ def test_a_semaphore_s_holders_are_read_from_the_waiting_list(tmp_path: Path) ->
 
     finding = _scan(tmp_path, semaphore)["audit-sync-k2l9p"]
     assert "held by batch/audit-sync-p7v3x, batch/reports-weekly-x8m2q" in finding["summary"]
-    assert "The holder batch/audit-sync-p7v3x (Failed at 2026-11-30T23:10:44Z) ended" in finding["summary"]
+    assert "The holder batch/audit-sync-p7v3x (Failed at 2026-11-30T23:10:44Z) has ended" in finding["summary"]
 
 
 @pytest.mark.parametrize(("status", "spec", "expected", "severity"), [

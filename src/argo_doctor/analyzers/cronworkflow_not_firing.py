@@ -109,6 +109,7 @@ class CronWorkflowNotFiring(Analyzer):
             return None  # robfig refuses it too: the controller's SpecError or log line says so
         if due is None or due <= last:
             return None
+        missed = _missed_times(schedules, zone, last, due)
         evidence = [object_evidence(cron, ".status.lastScheduledTime",
                                     f"last run scheduled {cron.status.get('lastScheduledTime') or 'never'}; due "
                                     f"{due:%Y-%m-%dT%H:%M:%SZ} ({', '.join(schedules)})")]
@@ -123,8 +124,8 @@ class CronWorkflowNotFiring(Analyzer):
                                             f"{held.status.get('startedAt') or held.meta.get('creationTimestamp')}"))
             return self._finding(cron, Severity.MEDIUM if long else Severity.LOW,
                                  f"Forbid holds it behind Workflow {held.name}",
-                                 f"A run was due at {due:%Y-%m-%d %H:%M} UTC and did not start: concurrencyPolicy "
-                                 f"Forbid skips every run while Workflow {ns}/{held.name} is active "
+                                 f"{missed} did not start: concurrencyPolicy Forbid skips every run while Workflow "
+                                 f"{ns}/{held.name} is active "
                                  f"({held.status.get('phase') or 'Pending'} since "
                                  f"{held.status.get('startedAt') or held.meta.get('creationTimestamp')}).", evidence,
                                  f"Find out why {held.name} does not finish (argo get {held.name} -n {ns}); give "
@@ -132,7 +133,7 @@ class CronWorkflowNotFiring(Analyzer):
                                  "use concurrencyPolicy Replace.")
         controller = ctx.snap.component("workflow-controller")
         return self._finding(cron, Severity.MEDIUM, "a scheduled run did not start",
-                             f"A run was due at {due:%Y-%m-%d %H:%M} UTC (its schedule, timezone "
+                             f"{missed} did not start (its schedule, timezone "
                              f"{cron.spec.get('timezone') or 'the controller’s'}) and its last run was scheduled "
                              f"{cron.status.get('lastScheduledTime') or 'never'}: the controller dropped or never "
                              "saw it (it drops a missed run without a line unless startingDeadlineSeconds covers "
@@ -153,3 +154,21 @@ class CronWorkflowNotFiring(Analyzer):
             evidence=evidence,
             remediation=Remediation(text=fix, command=f"argo cron get {name} -n {ns}", docs=DOCS),
         )
+
+
+def _missed_times(schedules: list[str], zone: str, last: datetime, due: datetime, limit: int = 4) -> str:
+    """`The runs due at 04:30 and 08:30 UTC`: the due times after the last scheduled run, the latest `limit`."""
+    found: list[datetime] = []
+    cursor = due
+    while cursor > last and len(found) <= limit:
+        found.append(cursor)
+        previous = max((d for s in schedules if (d := last_due(s, cursor - timedelta(minutes=1), zone)) is not None),
+                       default=None)
+        if previous is None:
+            break
+        cursor = previous
+    shown = [f"{t:%Y-%m-%d %H:%M}" for t in reversed(found[:limit])]
+    more = " (and earlier ones)" if len(found) > limit else ""
+    if len(shown) == 1:
+        return f"The run due at {shown[0]} UTC"
+    return f"The runs due at {', '.join(shown[:-1])} and {shown[-1]} UTC{more}"

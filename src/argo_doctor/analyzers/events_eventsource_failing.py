@@ -131,8 +131,8 @@ class EventsEventSourceFailing(Analyzer):
             evidence.extend(log_evidence(r) for r in refused.last[-1:])
             methods = ", ".join(sorted({r.method or "no method" for r in routes(source)}))
             heads.append("it refuses requests with another method")
-            parts.append(f"It refused {plural(refused.count, 'request')} with 400 `http method does not match` (its "
-                         f"routes accept {methods}; the line names the route's method, not the caller's).")
+            parts.append(f"It refused {plural(refused.count, 'request')} for their method (its routes accept "
+                         f"{methods}; the log's http-method field is the route's, not the caller's).")
         severity = Severity.HIGH if heads and heads != ["it refuses requests with another method"] \
             else Severity.LOW
         for caller in callers:
@@ -142,7 +142,7 @@ class EventsEventSourceFailing(Analyzer):
         return Finding(
             rule=self.id,
             severity=severity,
-            title=f"EventSource {name}: " + next((h for h in heads if h.startswith(("Argo CD", "its route"))),
+            title=f"EventSource {name}: " + next((h for h in heads if h.startswith(("Argo CD's", "its route"))),
                                                  heads[0]),
             summary=f"EventSource {ns}/{name} does not deliver events. " + " ".join(parts),
             objects=[source.ref, *(c.config.ref for c in callers), *(p.ref for p, _ in unhealthy[:3])],
@@ -161,7 +161,7 @@ class EventsEventSourceFailing(Analyzer):
             return Severity.INFO  # the path is rendered per notification: it cannot be matched here
         if route is None:
             served = ", ".join(f"{r.endpoint} on port {r.port}" for r in routes(source)) or "no webhook route"
-            heads.append(f"Argo CD notifications ({caller.service}) call a path it does not serve")
+            heads.append(f"Argo CD's webhook {caller.service} calls a path it does not serve")
             parts.append(f"Argo CD notifications call it through {caller.service} at {caller.url} ({where}), a path "
                          f"or port it does not serve ({served}): the server answers 404.")
             evidence.append(object_evidence(caller.config, ".data", f"{where} calls {caller.url}"))
@@ -175,7 +175,8 @@ class EventsEventSourceFailing(Analyzer):
             evidence.append(object_evidence(source, f".spec.webhook.{route.event}", "no method"))
             fix.append(f"Set `method: {caller.method}` on route {route.event} of EventSource {source.name}.")
         elif caller.method != route.method:
-            heads.append(f"Argo CD notifications ({caller.service}) send {caller.method}, it accepts {route.method}")
+            heads.append(f"Argo CD's webhook {caller.service} sends {caller.method}, route {route.event} accepts only "
+                         f"{route.method}")
             parts.append(f"Argo CD notifications call it through {caller.service} with {caller.method} ({where}: "
                          f"GET when it sets no method), and route {route.event} accepts only {route.method}: every "
                          "notification is refused with 400 `http method does not match`.")

@@ -143,8 +143,8 @@ class EventsSensorNotTriggering(Analyzer):
         stale = False
         if last_failure is not None:
             count = sum(max(t.count, 1) for t in triggers.values())
+            evidence.extend(log_evidence(r) for r in refused[-1:])  # the line that says why, first
             evidence.extend(log_evidence(r) for t in triggers.values() for r in t.failed[-1:])
-            evidence.extend(log_evidence(r) for r in refused[-1:])
             when = f", the last at {last_failure.time:%Y-%m-%d %H:%M:%S} UTC" if last_failure.time else ""
             parts.append(f"Its {plural(len(triggers), 'trigger')} {', '.join(t or '(unnamed)' for t in triggers)} "
                          f"{'fails' if len(triggers) == 1 else 'fail'}: the sensor logged {plural(count, 'failure')}"
@@ -188,14 +188,21 @@ class EventsSensorNotTriggering(Analyzer):
             parts.append(f"The API server refuses ServiceAccount {sa_ns}/{sa} to {verb} {resource}"
                          f"{'.' + group if group else ''} in namespace {target}.")
             perms = effective_permissions(ctx.snap, sa_ns, sa)
-            if allows(perms, verb, group, resource, target) is None and ctx.snap.of_kind(
+            near = [g for g in perms.grants if g.resource == resource and g.api_group in (group, "*")
+                    and g.namespace in (target, None)]
+            fix = (f"Grant ServiceAccount {sa_ns}/{sa} `{verb}` on {resource}{'.' + group if group else ''} in "
+                   f"namespace {target} (a Role and RoleBinding there; the argoWorkflow trigger also lists the "
+                   "Workflows it created, so add `list`).")
+            if allows(perms, verb, group, resource, target) is None and near:
+                role = near[0].via[-1] if near[0].via else "its Role"
+                parts.append(f"It is bound to {role}, which grants only {', '.join(near[0].verbs)} on {resource}"
+                             f" there ({' → '.join(near[0].via)}).")
+                fix = f"Add `{verb}` on {resource} to {role} (its rule at {near[0].evidence_location})."
+            elif allows(perms, verb, group, resource, target) is None and ctx.snap.of_kind(
                     "RoleBinding", "rbac.authorization.k8s.io") + ctx.snap.of_kind(
                     "ClusterRoleBinding", "rbac.authorization.k8s.io"):
-                parts.append(f"No Role or ClusterRole of the input bound to it grants that"
-                             f" ({plural(len(perms.grants), 'grant')} found).")
-            return [f"Grant ServiceAccount {sa_ns}/{sa} `{verb}` on {resource}{'.' + group if group else ''} in "
-                    f"namespace {target} (a Role and RoleBinding there; the argoWorkflow trigger also lists the "
-                    "Workflows it created, so add `list`).",
+                parts.append("No Role or ClusterRole of the input bound to it grants that.")
+            return [fix,
                     f"Check: kubectl auth can-i {verb} {resource}{'.' + group if group else ''} -n {target} "
                     f"--as system:serviceaccount:{sa_ns}:{sa}"]
         return []
@@ -219,10 +226,10 @@ class EventsSensorNotTriggering(Analyzer):
                 "Sensor's trigger is where it breaks." if failing and sent and published else "."))
             if not (failing and sent and published):
                 return []
-            evidence.insert(0, log_evidence(published[-1]))
-            evidence.insert(0, log_evidence(sent[-1]))
-            trigger = next((i for i, e in enumerate(evidence) if e.kind == "log" and i >= 2
+            trigger = next((i for i, e in enumerate(evidence) if e.kind == "log"
                             and "Failed to execute a trigger" in e.excerpt), None)
-            return [0, 1] + ([trigger] if trigger is not None else [])
+            evidence.append(log_evidence(sent[-1]))
+            evidence.append(log_evidence(published[-1]))
+            return [len(evidence) - 2, len(evidence) - 1] + ([trigger] if trigger is not None else [])
         return []
 

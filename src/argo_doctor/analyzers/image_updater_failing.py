@@ -108,6 +108,15 @@ class ImageUpdaterFailing(Analyzer):
         writing = kind.startswith("write-back") or (cause is not None and cause.cause == "write-back")
         name, obj = _application(ctx, app)
         images = ", ".join(sorted(failure.images)) or "its images"
+        secret, refs = "", []
+        alias = failure.lines[-1].fields.get("image_alias", "")
+        if cause is not None and cause.id in ("registry-unauthorized", "registry-credentials-unreadable") and alias:
+            for updater in ctx.snap.of_kind("ImageUpdater", GROUP, obj.namespace if obj is not None else None):
+                pull = _pull_secret(updater, alias)
+                if pull:
+                    secret = f" The image's pull secret is {pull} (ImageUpdater {updater.namespace}/{updater.name})."
+                    refs.append(Ref(f"{GROUP}/v1alpha1", "ImageUpdater", updater.namespace, updater.name))
+                    break
         what = ("cannot write the new image back" if writing else f"cannot read the tags of {images}")
         summary = (f"The Image Updater {what} for Application {app or '(not named by the line)'}: "
                    f"{plural(failure.count, 'failure')} in its log, the last: "
@@ -118,9 +127,10 @@ class ImageUpdaterFailing(Analyzer):
         return Finding(
             rule=self.id,
             severity=Severity.HIGH,
-            title=f"Image Updater {what} for {name or 'an Application'}" + (f": {cause.id}" if cause else ""),
-            summary=summary,
-            objects=[obj.ref] if obj is not None else [],
+            title=f"Image Updater {what} for {name or 'an Application'}"
+                  + (f": {cause.id.partition('-')[2].replace('-', ' ')}" if cause else ""),
+            summary=summary + secret,
+            objects=[*([obj.ref] if obj is not None else []), *refs],
             evidence=[log_evidence(r) for r in failure.lines],
             remediation=Remediation(text=cause.remediation if cause else "Fix what the message names.",
                                     command="kubectl -n argocd logs deploy/argocd-image-updater-controller --tail=200",
@@ -201,6 +211,19 @@ class ImageUpdaterFailing(Analyzer):
                                     command=f"kubectl -n {updater.namespace} describe imageupdater {updater.name}",
                                     docs=DOCS),
         )
+
+
+def _pull_secret(updater: Obj, alias: str) -> str:
+    """The pull secret an ImageUpdater gives the image of an alias: the image's, its ref's, else the common one."""
+    common = str(mapping(updater.spec.get("commonUpdateSettings")).get("pullSecret") or "")
+    for ref in as_list(updater.spec.get("applicationRefs")):
+        ref = mapping(ref)
+        for image in as_list(ref.get("images")):
+            image = mapping(image)
+            if image.get("alias") == alias:
+                return str(mapping(image.get("commonUpdateSettings")).get("pullSecret") or
+                           mapping(ref.get("commonUpdateSettings")).get("pullSecret") or common)
+    return ""
 
 
 def _updater_of(record: LogRecord) -> str:

@@ -142,8 +142,8 @@ def _analysis_title(outcomes: list[AnalysisOutcome]) -> str:
     if all(o.kind == "inconclusive" for o in outcomes):
         return f"its analysis was inconclusive ({outcomes[0].run})"
     causes = [m.cause.id for o in outcomes for m in o.metrics if m.cause is not None]
-    return (f"its analysis could not measure ({causes[0] if causes else 'provider error'}), the release may be "
-            "fine")
+    return (f"its analysis could not measure ({causes[0].replace('-', ' ') if causes else 'provider error'}), the "
+            "release may be fine")
 
 
 def _remediation(ctx: Context, rollout: Obj, verdict: RolloutVerdict, pod: str | None,
@@ -166,10 +166,16 @@ def _remediation(ctx: Context, rollout: Obj, verdict: RolloutVerdict, pod: str |
                      "AnalysisTemplate; then retry the update.")
         commands.append(f"kubectl argo rollouts retry rollout {name} -n {ns}")
     elif errored:
-        known = next((m.cause for m in errored if m.cause is not None), None)
+        metric = next((m for m in errored if m.cause is not None), None)
+        known = metric.cause if metric is not None else None
+        guard = ""
+        if known is not None and known.id == "empty-result-indexed" and metric is not None and metric.condition:
+            condition = metric.condition.split(" and ")[0].partition(" ")[2]
+            guard = (f" For metric {metric.name}: `len(result) > 0 && {condition}` (fails without data) or "
+                     f"`len(result) == 0 || {condition}` (passes without data).")
         steps.append("The analysis did not measure the new version (its measurements errored), so nothing says the "
-                     "version is bad: " + (known.remediation if known else "fix what the measurement's message "
-                                           "names (the provider's address, credentials or the query)")
+                     "version is bad. " + (known.remediation + guard if known else "Fix what the measurement's "
+                                           "message names (the provider's address, credentials or the query).")
                      + " Then retry the update, which runs the analysis again.")
         commands.append(f"kubectl argo rollouts retry rollout {name} -n {ns}")
     elif any(r.startswith("aborted") for r in reasons):

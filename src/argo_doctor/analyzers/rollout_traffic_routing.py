@@ -43,6 +43,8 @@ ROUTER_HINTS = (
     (re.compile(r"TrafficSplit|smi", re.I), "the SMI TrafficSplit (its API version and owner)"),
 )
 KEEP = 2
+MISSING = re.compile(r'(?P<kind>[a-z][\w.-]*) \\?"(?P<name>[^"\\]+)\\?" not found')
+"""An API server NotFound inside a router's error: `httproutes.gateway.networking.k8s.io "payments" not found`."""
 
 
 class RolloutTrafficRouting(Analyzer):
@@ -91,13 +93,18 @@ class RolloutTrafficRouting(Analyzer):
         step = rollout.status.get("currentStepIndex")
         summary = (f"Rollout {ns}/{name} routes its canary through {', '.join(routers)}, and the router refused the "
                    f"controller {plural(count, 'time')}, the last: {text}. The weights of its steps are not applied "
-                   "(the canary gets the traffic of its pods, or none), and the controller retries every sync"
+                   "(the traffic split stays where it was), and the controller retries every sync"
                    + (f"; it is at step {step}" if step is not None else "") + ".")
         evidence: list[Evidence] = [event_evidence(e) for e in failures[-3:]]
         evidence.extend(log_evidence(r) for r in lines)
-        fix = (f"Fix what the message names in {hint}, then watch for a TrafficWeightUpdated event."
-               if hint else "Fix what the message names in the traffic router's objects, then watch for a "
-                            "TrafficWeightUpdated event.")
+        missing = MISSING.search(last.message)
+        if missing is not None:
+            fix = (f"Create {missing['kind']} {missing['name']} in namespace {ns}, or correct the name the Rollout's "
+                   "spec.strategy.canary.trafficRouting gives for it; then watch for a TrafficWeightUpdated event.")
+        else:
+            fix = (f"Fix what the message names in {hint}, then watch for a TrafficWeightUpdated event."
+                   if hint else "Fix what the message names in the traffic router's objects, then watch for a "
+                                "TrafficWeightUpdated event.")
         return Finding(
             rule=self.id,
             severity=Severity.HIGH,

@@ -91,7 +91,7 @@ class WorkflowPending(Analyzer):
                 hard, spent = mapping(obj.status.get("hard")), mapping(obj.status.get("used"))
                 used = "; ".join(f"{k} {spent.get(k, '?')} of {v}" for k, v in sorted(hard.items()))
                 evidence.append(object_evidence(obj, ".status", used))
-            return self._finding(wf, Severity.MEDIUM, f"ResourceQuota {quota['quota']} refuses its pods",
+            return self._finding(wf, Severity.MEDIUM, f"ResourceQuota {quota['quota']}, which refuses its pods",
                                  f"Step {node.get('displayName') or node_id} has waited {waited}: the API server "
                                  f"refuses its pod for ResourceQuota {quota['quota']}" + (f" ({used})" if used else "")
                                  + "; the controller retries without end (a quota refusal is transient to it) until "
@@ -101,7 +101,7 @@ class WorkflowPending(Analyzer):
                                  "Running), raise it, or lower the step's requests; give the template a "
                                  "pendingTimeout or the Workflow an activeDeadlineSeconds so that it does not wait "
                                  "for ever.")
-        return self._finding(wf, Severity.MEDIUM, "a step's pod does not start",
+        return self._finding(wf, Severity.MEDIUM, "a step's pod, which does not start",
                              f"Step {node.get('displayName') or node_id} has waited {waited}: {text}.", evidence,
                              "Fix what the pod's message says (its events tell more: kubectl describe pod).")
 
@@ -117,7 +117,7 @@ class WorkflowPending(Analyzer):
         evidence.extend(object_evidence(w, ".status.startedAt", f"Running since {w.status.get('startedAt')}")
                         for w in oldest)
         return self._finding(
-            wf, Severity.MEDIUM, "the controller's parallelism limit postpones it",
+            wf, Severity.MEDIUM, "the controller's parallelism limit",
             f"It has waited {waited}: the controller admits no more Workflows "
             + (f"({', '.join(limits)}; " if limits else "(the limit's setting is not in the input; ")
             + f"{len(here)} Running in namespace {ns}, {len(running)} in the input). It starts when one of them ends"
@@ -148,12 +148,13 @@ class WorkflowPending(Analyzer):
         why = (f"It has waited {waited} for {lock} (lock status {locked['a']}/{locked['b']}), held by "
                f"{', '.join(holders) or 'a holder the status does not name'}.")
         if ended:
-            why += (f" The holder {', '.join(ended)} ended more than {STALE_AFTER // 60} minutes ago, yet the lock is "
-                    "still held: the controller lost track of it (a restart, a Workflow deleted while it held it).")
+            why += (f" The holder {', '.join(ended)} has ended, yet the lock is still held: the controller lost track "
+                    "of it (a restart, a Workflow deleted while it held it).")
         return self._finding(wf, Severity.HIGH if ended else Severity.MEDIUM,
-                             f"it waits for {lock}" + (" held by a Workflow that ended" if ended else ""), why,
+                             f"lock {lock}" + (" held by a Workflow that ended" if ended else ""), why,
                              evidence,
-                             "Restart the workflow-controller to rebuild the locks from the running Workflows" if ended
+                             "Restart the workflow-controller to rebuild the locks from the running Workflows "
+                             "(kubectl -n <its namespace> rollout restart deployment/workflow-controller)." if ended
                              else "Let the holder finish, or give it an activeDeadlineSeconds; raise the semaphore's "
                                   "limit (its ConfigMap key) if more should run at once.")
 
@@ -163,7 +164,7 @@ class WorkflowPending(Analyzer):
         return Finding(
             rule=self.id,
             severity=severity,
-            title=f"Workflow {name} waits: {what}",
+            title=f"Workflow {name} waits for {what}",
             summary=f"Workflow {ns}/{name} ({wf.status.get('phase') or 'Pending'}) waits. {why}",
             objects=[wf.ref],
             evidence=evidence,
