@@ -168,3 +168,17 @@ def test_dex_without_encoded_subjects_in_the_policy_is_not_hit_by_the_subject_ch
     titles = [f["title"] for f in json.loads(out)["findings"]]
     assert not any("federated_claims.user_id" in t for t in titles)
     assert any("`repositories` in argocd-cm" in t for t in titles)
+
+
+def test_findings_name_their_objects_and_the_json_source_stays_the_input() -> None:
+    _, out, _ = _run(str(READINESS), "--to", "v3.0.12", "--to-workflows", "v4.0.0", "-o", "json")
+    doc = json.loads(out)
+    assert doc["source"]["inputs"] == str(READINESS)
+    objects = {f["title"]: {f"{o['kind']}/{o['namespace']}/{o['name']}" for o in f["objects"]}
+               for f in doc["findings"]}
+    [metrics] = [o for t, o in objects.items() if "metrics removed" in t]
+    assert metrics == {"PrometheusRule/monitoring/argocd-alerts", "ConfigMap/monitoring/grafana-dashboard-argocd"}
+    assert all(o for t, o in objects.items() if not t.startswith(("Argo Workflows v3.7", "Argo CD v3.0.0: Helm",
+                                                                   "Argo CD v3.0.0: CRDs", "Argo CD v3.0.0: Diffs",
+                                                                   "Argo CD v3.0.0: Empty", "Argo CD v3.0.0: System",
+                                                                   "Argo CD v3.0.0: ApplicationSet")))

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.facts.upgrades import hit, kinds_read
+from argo_doctor.facts.upgrades import hit, kinds_read, objects_of
 from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
 
 PRODUCTS = {"argo-cd": "Argo CD", "argocd-image-updater": "Argo CD Image Updater", "argo-rollouts": "Argo Rollouts",
@@ -59,7 +59,7 @@ class UpgradeCheck(Analyzer):
                          + change.explanation
                          + (" Whether it applies here cannot be told from the objects: check it by hand."
                             if unknown else "")),
-                objects=[],
+                objects=objects_of(ctx.snap, evidence or []),
                 evidence=[*(e for e in evidence or [] if e.location), *where[:1]],
                 remediation=Remediation(text=change.remediation,
                                         docs=tuple(s.strip().split()[0] for s in change.source.split(";"))),

@@ -78,7 +78,8 @@ def upgrade_check(paths: tuple[Path, ...], target: str, current: str | None, ima
         if wanted <= installed:
             raise ConfigError(f"--to {version_text(wanted)} is not after the installed {version_text(installed)}")
         result = run_scan(snap, [check])
-        snap.source += f" ({PRODUCTS['argo-cd']} {version_text(installed)} → {version_text(wanted)})"
+        if output in ("table", "wide"):  # the JSON contract's source.inputs stays the inputs
+            snap.source += f" ({PRODUCTS['argo-cd']} {version_text(installed)} → {version_text(wanted)})"
         REPORTERS[output](result, sys.stdout, ReportOptions("high", frozenset(), details))
         sys.stdout.flush()
     if any(f.severity >= Severity.HIGH for f in result.findings):

@@ -13,7 +13,7 @@ from typing import Any
 from argo_doctor.facts.argocd_policy import matches, policy_of
 from argo_doctor.facts.installation import config_data
 from argo_doctor.knowledge import UpgradeChange, upgrade_changes
-from argo_doctor.model import Evidence
+from argo_doctor.model import Evidence, Ref
 from argo_doctor.snapshot import Obj, Snapshot
 
 MAX_EVIDENCE = 4
@@ -36,6 +36,13 @@ def kinds_read() -> frozenset[str]:
 
 def _evidence(obj: Obj, path: str, excerpt: str) -> Evidence:
     return Evidence("object", obj.location, f"{obj.ref} {path}: {excerpt}")
+
+
+def objects_of(snap: Snapshot, evidence: list[Evidence]) -> list[Ref]:
+    """The objects the evidence points at (each by its place in the input), in the evidence's order."""
+    places = {e.location for e in evidence if e.location}
+    found = {o.location: o.ref for o in snap.all() if o.location in places}
+    return list(dict.fromkeys(found[e.location] for e in evidence if e.location in found))
 
 
 def hit(snap: Snapshot, change: UpgradeChange) -> list[Evidence] | None:
