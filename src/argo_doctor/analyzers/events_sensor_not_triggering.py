@@ -21,6 +21,7 @@ from argo_doctor.facts.events import (
     GROUP,
     SENSOR_LABEL,
     WORKFLOW_SENSOR_LABEL,
+    Notifier,
     bus_of,
     condition_evidence,
     dependencies,
@@ -99,12 +100,13 @@ class EventsSensorNotTriggering(Analyzer):
             trigger.count += 1  # logged twice without atLeastOnce, once with the events that triggered it
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
+        callers = notifiers(ctx.snap)
         for sensor in sorted(ctx.snap.of_kind("Sensor", GROUP), key=lambda s: (s.namespace, s.name)):
-            finding = self._sensor(ctx, sensor)
+            finding = self._sensor(ctx, sensor, callers)
             if finding is not None:
                 yield finding
 
-    def _sensor(self, ctx: Context, sensor: Obj) -> Finding | None:
+    def _sensor(self, ctx: Context, sensor: Obj, callers: list[Notifier]) -> Finding | None:
         ns, name = sensor.namespace, sensor.name
         pods = generated_pods(ctx.snap, sensor, SENSOR_LABEL)
         triggers = {t: state for t, state in self._triggers.get((ns, name), {}).items() if state.failing}
@@ -155,7 +157,7 @@ class EventsSensorNotTriggering(Analyzer):
             stale = count == 1 and last_failure.time is not None and \
                 (ctx.snap.reference_time - last_failure.time).total_seconds() > STALE_AFTER
         created = [w for w in ctx.snap.of_kind("Workflow", GROUP) if w.labels.get(WORKFLOW_SENSOR_LABEL) == name]
-        chain = self._pipeline(ctx, sensor, parts, evidence, last_failure is not None)
+        chain = self._pipeline(sensor, callers, parts, evidence, last_failure is not None)
         if created:
             last = max(created, key=lambda w: str(w.meta.get("creationTimestamp") or ""))
             parts.append(f"The last Workflow it created is {last.namespace}/{last.name} "
@@ -207,12 +209,12 @@ class EventsSensorNotTriggering(Analyzer):
                     f"--as system:serviceaccount:{sa_ns}:{sa}"]
         return []
 
-    def _pipeline(self, ctx: Context, sensor: Obj, parts: list[str], evidence: list[Evidence],
+    def _pipeline(self, sensor: Obj, callers: list[Notifier], parts: list[str], evidence: list[Evidence],
                   failing: bool) -> list[int]:
         """When Argo CD notifications feed the Sensor through a webhook EventSource: the steps up to it, as a chain
         of evidence (notification sent, event published, trigger failed)."""
         deps = set(dependencies(sensor))
-        for notifier in notifiers(ctx.snap):
+        for notifier in callers:
             route = notifier.route
             if route is None or (route.eventsource.name, route.event) not in deps or \
                     route.eventsource.namespace != sensor.namespace:

@@ -137,7 +137,7 @@ def _analysis_title(outcomes: list[AnalysisOutcome]) -> str:
     """`its analysis failed (metric success-rate)`, `its analysis could not measure (…), the release may be fine`, or
     `its analysis was inconclusive (…)`."""
     failed = [m.name for o in outcomes if o.kind == "failed" for m in o.metrics]
-    if failed or any(o.kind == "failed" for o in outcomes):
+    if any(o.kind == "failed" for o in outcomes):
         return f"its analysis failed ({', '.join(f'metric {m}' for m in failed) or outcomes[0].run})"
     if all(o.kind == "inconclusive" for o in outcomes):
         return f"its analysis was inconclusive ({outcomes[0].run})"

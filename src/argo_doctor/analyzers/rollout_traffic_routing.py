@@ -134,11 +134,9 @@ def _settled(rollout: Obj) -> bool:
 
 def _recent(event: KEvent, now: datetime) -> bool:
     """Whether the Event happened in the last RECENT seconds before the input was taken."""
-    time = event.last or event.created or event.first
-    return time is None or (now - time).total_seconds() <= RECENT
+    return event.time is None or (now - event.time).total_seconds() <= RECENT
 
 
 def _when(event: KEvent) -> str:
     """An Event's last time as sortable text."""
-    time = event.last or event.created or event.first
-    return time.isoformat() if time is not None else ""
+    return event.time.isoformat() if event.time is not None else ""

@@ -10,15 +10,8 @@ from collections.abc import Iterable
 
 from argo_doctor import knowledge
 from argo_doctor.analyzers import Analyzer, Context
-from argo_doctor.facts.upgrades import hit, kinds_read, objects_of
-from argo_doctor.model import Evidence, Finding, Needs, Remediation, Severity
-
-PRODUCTS = {"argo-cd": "Argo CD", "argocd-image-updater": "Argo CD Image Updater", "argo-rollouts": "Argo Rollouts",
-            "argo-workflows": "Argo Workflows", "argo-events": "Argo Events"}
-
-
-def version_text(version: knowledge.Version) -> str:
-    return "v" + ".".join(str(p) for p in version)
+from argo_doctor.facts.upgrades import PRODUCTS, hit, kinds_read, object_places, objects_of, version_text
+from argo_doctor.model import Evidence, Finding, Needs, Ref, Remediation, Severity
 
 
 class UpgradeCheck(Analyzer):
@@ -36,6 +29,7 @@ class UpgradeCheck(Analyzer):
         """Each product's installed version, with the evidence of it (its images)."""
 
     def analyze(self, ctx: Context) -> Iterable[Finding]:
+        places: dict[str, Ref] | None = None
         for change in knowledge.upgrade_changes():
             if change.product not in self.installed:
                 continue
@@ -46,6 +40,8 @@ class UpgradeCheck(Analyzer):
             evidence = hit(ctx.snap, change)
             if evidence == []:
                 continue
+            if places is None:
+                places = object_places(ctx.snap)
             product = PRODUCTS.get(change.product, change.product)
             unknown = evidence is None
             severity = Severity.INFO if unknown else Severity.HIGH if change.breaking else Severity.MEDIUM
@@ -59,7 +55,7 @@ class UpgradeCheck(Analyzer):
                          + change.explanation
                          + (" Whether it applies here cannot be told from the objects: check it by hand."
                             if unknown else "")),
-                objects=objects_of(ctx.snap, evidence or []),
+                objects=objects_of(places, evidence or []),
                 evidence=[*(e for e in evidence or [] if e.location), *where[:1]],
                 remediation=Remediation(text=change.remediation,
                                         docs=tuple(s.strip().split()[0] for s in change.source.split(";"))),

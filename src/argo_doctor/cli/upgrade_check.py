@@ -10,11 +10,11 @@ from typing import Any
 import click
 
 from argo_doctor import knowledge
-from argo_doctor.analyzers.upgrade_check import PRODUCTS, UpgradeCheck, version_text
 from argo_doctor.cli.common import live_args, live_options, snapshot
 from argo_doctor.cli.group import EXIT_FINDINGS, errors_to_exit, main
 from argo_doctor.engine import needs_for, run_scan
 from argo_doctor.errors import ConfigError
+from argo_doctor.facts.upgrades import PRODUCTS, version_text
 from argo_doctor.model import Evidence, Severity
 from argo_doctor.report import REPORTERS, ReportOptions
 from argo_doctor.snapshot import Snapshot
@@ -51,6 +51,9 @@ def upgrade_check(paths: tuple[Path, ...], target: str, current: str | None, ima
     Example:
       argo-doctor upgrade-check bundle/ --to v3.0.0
     """
+    # imported here: its needs come from knowledge/upgrades.yaml, which no other command reads
+    from argo_doctor.analyzers.upgrade_check import UpgradeCheck
+
     with errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir:
         if details and output != "table":
             raise ConfigError(f"--details shows each change in full in the table output; -o {output} has no such "

@@ -12,15 +12,23 @@ from typing import Any
 
 from argo_doctor.facts.argocd_policy import matches, policy_of
 from argo_doctor.facts.installation import config_data
-from argo_doctor.knowledge import UpgradeChange, upgrade_changes
+from argo_doctor.knowledge import UpgradeChange, Version, upgrade_changes
 from argo_doctor.model import Evidence, Ref
 from argo_doctor.snapshot import Obj, Snapshot
 
+PRODUCTS = {"argo-cd": "Argo CD", "argocd-image-updater": "Argo CD Image Updater", "argo-rollouts": "Argo Rollouts",
+            "argo-workflows": "Argo Workflows", "argo-events": "Argo Events"}
+"""The products upgrade-check reads, by the component table's product id."""
 MAX_EVIDENCE = 4
 DASHBOARDS = re.compile(r"grafana|dashboard", re.I)
 WORKFLOW_SPECS = {"Workflow": ("spec",), "WorkflowTemplate": ("spec",), "ClusterWorkflowTemplate": ("spec",),
                   "CronWorkflow": ("spec", "workflowSpec")}
 """Where each Argo Workflows kind keeps its workflow spec."""
+
+
+def version_text(version: Version) -> str:
+    """`v3.0.12`."""
+    return "v" + ".".join(str(p) for p in version)
 
 
 def kinds_read() -> frozenset[str]:
@@ -38,11 +46,14 @@ def _evidence(obj: Obj, path: str, excerpt: str) -> Evidence:
     return Evidence("object", obj.location, f"{obj.ref} {path}: {excerpt}")
 
 
-def objects_of(snap: Snapshot, evidence: list[Evidence]) -> list[Ref]:
-    """The objects the evidence points at (each by its place in the input), in the evidence's order."""
-    places = {e.location for e in evidence if e.location}
-    found = {o.location: o.ref for o in snap.all() if o.location in places}
-    return list(dict.fromkeys(found[e.location] for e in evidence if e.location in found))
+def object_places(snap: Snapshot) -> dict[str, Ref]:
+    """Every object by its place in the input (`file:line`), which is where `hit`'s evidence points."""
+    return {o.location: o.ref for o in snap.all()}
+
+
+def objects_of(places: dict[str, Ref], evidence: list[Evidence]) -> list[Ref]:
+    """The objects the evidence points at, in the evidence's order."""
+    return list(dict.fromkeys(places[e.location] for e in evidence if e.location in places))
 
 
 def hit(snap: Snapshot, change: UpgradeChange) -> list[Evidence] | None:
