@@ -99,6 +99,10 @@ def test_pip_installs_a_fresh_clone(clone: Path, version: str, tmp_path: Path) -
     installed = Path(where.stdout.strip())
     assert installed.is_relative_to(venv / "lib"), f"imported from {installed}: an installed copy, not the clone"
     check_program(venv / "bin", clone, version, tmp_path)
+    # the documentation `argo-doctor mcp` serves as resources travels in the package (src/argo_doctor/docs links it)
+    docs = run([venv / "bin" / "python", "-c", "from argo_doctor.mcp.server import docs_folder; "
+                "print(sorted(p.name for p in docs_folder().glob('*.md')))"], cwd=tmp_path)
+    assert docs.stdout.strip() == str(sorted(p.name for p in (clone / "docs").glob("*.md")))
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,11 @@ import math
 import re
 from datetime import datetime, timedelta
 
+from argo_doctor.errors import ConfigError
 from argo_doctor.model import Evidence, Finding, TimelineEntry
 from argo_doctor.snapshot import Snapshot
 from argo_doctor.sources.objects import mapping
-from argo_doctor.timeutil import parse_time, shift
+from argo_doctor.timeutil import parse_go_duration, parse_time, shift
 
 _LINE = re.compile(r"(?<=:)(\d+)")
 COMPONENT_TITLES = {"events": "Kubernetes Events"}
@@ -115,3 +116,45 @@ def select(
     return [e for e in entries
             if (low is None or high is None or low <= e.time <= high)
             and (not components or e.component in components)]
+
+
+FINDING_ID = re.compile(r"[a-z0-9-]+:[0-9a-f]{12}")
+
+
+def _before(around: str) -> float | None:
+    """The seconds of `-2h`; None for anything else."""
+    return parse_go_duration(around[1:]) if around.startswith("-") else None
+
+
+def around_time(around: str, option: str) -> datetime | None:
+    """The time `around` names when it is one (2026-11-22T15:03:00Z, 2026-11-22 15:03 in UTC); None for a duration
+    back (-2h) or a finding id, which need the scan (`window_centre`); ConfigError for anything else. `option` names
+    the argument in the message, as the user gave it."""
+    when = parse_time(around)
+    if when is None and _before(around) is None and not FINDING_ID.fullmatch(around):
+        raise ConfigError(f"{option} {around!r} is neither a time (2026-11-22T15:03:00Z, 2026-11-22 15:03), a "
+                          "duration before the input's last entry (-2h) nor a finding id (RULE:HEX, as "
+                          "`scan -o json` shows)")
+    return when
+
+
+def window_centre(around: str, every: list[TimelineEntry], findings: list[Finding], option: str) -> datetime:
+    """The time `around` names, relative to the input (`-2h`) or a finding (its id: the start of its causal
+    chain, else its first timestamped evidence); ConfigError when it names nothing there."""
+    when = parse_time(around)
+    if when is not None:
+        return when
+    seconds = _before(around)
+    if seconds is not None:
+        if not every:
+            raise ConfigError(f"{option} {around}: the input holds no timestamped entry to count back from")
+        return shift(max(e.time for e in every), -timedelta(seconds=seconds))
+    found = next((f for f in findings if f.id == around), None)
+    if found is None:
+        raise ConfigError(f"{option} {around}: no such finding (the ids: {', '.join(f.id for f in findings[:5])}"
+                          f"{', …' if len(findings) > 5 else ''})")
+    chained = [found.evidence[i] for i in found.chain if 0 <= i < len(found.evidence)]
+    times = [e.time for e in chained or found.evidence if e.time is not None]
+    if not times:
+        raise ConfigError(f"{option} {around}: the finding has no timestamped evidence")
+    return min(times)

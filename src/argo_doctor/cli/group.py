@@ -9,29 +9,35 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
+from importlib import import_module
 from types import FrameType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from argo_doctor import __version__
+from argo_doctor import ARGOCD_PARITY, __version__
 from argo_doctor.errors import ArgoDoctorError
-from argo_doctor.health import ARGOCD_PARITY
 from argo_doctor.model import Problem, Severity
-from argo_doctor.snapshot import Snapshot
-from argo_doctor.sources.redact import SecretScrubber, clean
+
+if TYPE_CHECKING:  # imported where used: `--version` and `--help` load no command
+    from argo_doctor.snapshot import Snapshot
+    from argo_doctor.sources.redact import SecretScrubber
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 SEVERITIES = [s.label for s in sorted(Severity, reverse=True)]
 
 
 def fail(message: str, code: int = EXIT_USAGE, scrubber: SecretScrubber | None = None) -> None:
+    from argo_doctor.sources.redact import clean
+
     click.echo(f"argo-doctor: error: {clean(message, scrubber, human=True)}", err=True)
     sys.exit(code)
 
 
 def problem_lines(problems: list[Problem], scrubber: SecretScrubber | None = None) -> None:
     """Input problems on stderr, one line each, redacted and without control characters."""
+    from argo_doctor.sources.redact import clean
+
     for problem in clean(problems, scrubber, human=True):
         click.echo(f"argo-doctor: {problem.location}: {problem.message}", err=True)
 
@@ -96,10 +102,13 @@ def _die_of_broken_pipe() -> NoReturn:
 
 COMPLETE_VAR = "_ARGO_DOCTOR_COMPLETE"
 """The environment variable through which a shell asks for completions (see `completion`)."""
-ORDER = ("scan", "timeline", "health", "map", "deprecations", "upgrade-check", "collect", "redact", "fix", "serve",
-         "audit", "notifications-config", "helm-check", "github-app", "rbac", "lua", "rules", "signatures",
-         "completion")
-"""The commands in the order `--help` lists them: the order a user needs them."""
+COMMANDS = {"scan": "scan", "timeline": "timeline", "health": "health", "map": "map", "deprecations": "deprecations",
+            "upgrade-check": "upgrade_check", "collect": "collect", "redact": "redact", "mcp": "mcp", "fix": "fix",
+            "serve": "serve", "audit": "audit", "notifications-config": "notifications_config",
+            "helm-check": "helm_check", "github-app": "github_app", "rbac": "rbac", "lua": "lua", "rules": "rules",
+            "signatures": "rules", "completion": "completion"}
+"""Each command and the module of `cli` that defines it, in the order `--help` lists them (the order a user needs
+them). A module is imported when its command runs (or `--help` lists them all): `--version` loads none."""
 
 
 class _Main(click.Group):
@@ -107,7 +116,14 @@ class _Main(click.Group):
     including `--help` and `--version`, rather than as an internal error or click's exit status 1."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(self.commands, key=lambda name: (ORDER.index(name) if name in ORDER else len(ORDER), name))
+        order = list(COMMANDS)
+        return sorted({*self.commands, *COMMANDS}, key=lambda name: (
+            order.index(name) if name in order else len(order), name))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            import_module(f"argo_doctor.cli.{COMMANDS[cmd_name]}")  # its decorator adds the command to the group
+        return self.commands.get(cmd_name)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:

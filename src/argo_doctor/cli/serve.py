@@ -47,9 +47,10 @@ def serve(listen: str, policy_file: Path, audit_db: str, token_file: Path | None
     Example:
       argo-doctor serve --policy policy.yaml --audit-db audit.db --token-file tok
     """
+    from argo_doctor.listen import parse_listen
     from argo_doctor.remediate.kube import KubeClient
     from argo_doctor.remediate.restarter import Restarter
-    from argo_doctor.remediate.service import Auth, create_app, parse_listen
+    from argo_doctor.remediate.service import Auth, create_app
     from argo_doctor.remediate.service import run as run_service
     from argo_doctor.remediate.store import open_store
 
@@ -60,7 +61,7 @@ def serve(listen: str, policy_file: Path, audit_db: str, token_file: Path | None
             raise ConfigError("refusing to serve without authentication: give --token-file or --hmac-secret-file "
                               "(or --insecure-no-auth for a test)")
         rules_policy = load_policy(policy_file)
-        parse_listen(listen)
+        parse_listen(listen, "--listen", "0.0.0.0")
         store = open_store(audit_db)
         client = KubeClient.connect(kubeconfig, context)
         try:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import sys
 import tempfile
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,40 +19,13 @@ from argo_doctor.engine import (
     select_analyzers,
 )
 from argo_doctor.errors import ConfigError
-from argo_doctor.model import Finding, TimelineEntry
 from argo_doctor.report import html as html_report
 from argo_doctor.report.json import chain_json, encode, evidence_json, problem_json, timeline_json
 from argo_doctor.report.timeline import timeline_table
 from argo_doctor.snapshot import gc_paused
 from argo_doctor.sources.redact import clean
-from argo_doctor.timeline import full_timeline, select
-from argo_doctor.timeutil import format_time, parse_go_duration, parse_time, shift
-
-FINDING_ID = re.compile(r"[a-z0-9-]+:[0-9a-f]{12}")
-
-
-def _before(around: str) -> float | None:
-    """The seconds of `-2h`; None for anything else."""
-    return parse_go_duration(around[1:]) if around.startswith("-") else None
-
-
-def _centre(around: str, every: list[TimelineEntry], findings: list[Finding]) -> datetime:
-    """The time `--around` names, relative to the input (`-2h`) or a finding (its id: the start of its causal
-    chain, else its first timestamped evidence)."""
-    seconds = _before(around)
-    if seconds is not None:
-        if not every:
-            raise ConfigError(f"--around {around}: the input holds no timestamped entry to count back from")
-        return shift(max(e.time for e in every), -timedelta(seconds=seconds))
-    found = next((f for f in findings if f.id == around), None)
-    if found is None:
-        raise ConfigError(f"--around {around}: no such finding (the ids: {', '.join(f.id for f in findings[:5])}"
-                          f"{', …' if len(findings) > 5 else ''})")
-    chained = [found.evidence[i] for i in found.chain if 0 <= i < len(found.evidence)]
-    times = [e.time for e in chained or found.evidence if e.time is not None]
-    if not times:
-        raise ConfigError(f"--around {around}: the finding has no timestamped evidence")
-    return min(times)
+from argo_doctor.timeline import around_time, full_timeline, select, window_centre
+from argo_doctor.timeutil import format_time, parse_go_duration, shift
 
 
 @main.command(short_help="Every timestamped fact in one order, causal chains.")
@@ -82,12 +54,8 @@ def timeline(
     ENDING.at_once = True
     with errors_to_exit() as guard, tempfile.TemporaryDirectory(prefix="argo-doctor-") as workdir, \
             gc_paused(freeze=True):  # as `scan`
-        centre = parse_time(around) if around else None
+        centre = around_time(around, "--around") if around else None
         width = parse_go_duration(window)
-        if around and centre is None and _before(around) is None and not FINDING_ID.fullmatch(around):
-            raise ConfigError(f"--around {around!r} is neither a time (2026-11-22T15:03:00Z, 2026-11-22 15:03), a "
-                              "duration before the input's last entry (-2h) nor a finding id (RULE:HEX, as "
-                              "`scan -o json` shows)")
         if width is None:
             raise ConfigError(f"--window {window!r} is not a Go duration of at most 2562047h (e.g. 10m, 2h)")
         analyzers = select_analyzers()
@@ -99,7 +67,7 @@ def timeline(
         human = output != "json"
         every = full_timeline(snap, result.findings)
         if around and centre is None:
-            centre = _centre(around, every, result.findings)
+            centre = window_centre(around, every, result.findings, "--around")
         if not narrowed.everything:
             ids = {f.id for f in result.findings}
             every = [e for e in every if narrowed.entry(e, ids)]

@@ -14,10 +14,9 @@ from argo_doctor.cli.common import live_args, live_options, snapshot
 from argo_doctor.cli.group import EXIT_FINDINGS, errors_to_exit, main
 from argo_doctor.engine import needs_for, run_scan
 from argo_doctor.errors import ConfigError
-from argo_doctor.facts.upgrades import PRODUCTS, version_text
-from argo_doctor.model import Evidence, Severity
+from argo_doctor.facts.upgrades import PRODUCTS, installed_releases, version_text
+from argo_doctor.model import Severity
 from argo_doctor.report import REPORTERS, ReportOptions
-from argo_doctor.snapshot import Snapshot
 
 
 @main.command("upgrade-check", short_help="Release changes that would hit this installation.")
@@ -73,13 +72,8 @@ def upgrade_check(paths: tuple[Path, ...], target: str, current: str | None, ima
                 targets[product] = version
         check = UpgradeCheck(targets, {})
         snap = guard.watch(snapshot(paths, Path(workdir), live_args(live_kwargs), needs_for([check])))
-        check.installed = _installed(snap, current)
-        if "argo-cd" not in check.installed:
-            raise ConfigError("the installed Argo CD release is not in the input (no Argo CD image with a release "
-                              "tag): give it with --from")
+        check.installed = installed_releases(snap, wanted, current)
         installed = check.installed["argo-cd"][0]
-        if wanted <= installed:
-            raise ConfigError(f"--to {version_text(wanted)} is not after the installed {version_text(installed)}")
         result = run_scan(snap, [check])
         if output in ("table", "wide"):  # the JSON contract's source.inputs stays the inputs
             snap.source += f" ({PRODUCTS['argo-cd']} {version_text(installed)} → {version_text(wanted)})"
@@ -87,22 +81,3 @@ def upgrade_check(paths: tuple[Path, ...], target: str, current: str | None, ima
         sys.stdout.flush()
     if any(f.severity >= Severity.HIGH for f in result.findings):
         sys.exit(EXIT_FINDINGS)
-
-
-def _installed(snap: Snapshot, given: str | None) -> dict[str, tuple[knowledge.Version, list[Evidence]]]:
-    """Each product's installed release: --from, else the oldest release among its components' image tags."""
-    found: dict[str, tuple[knowledge.Version, list[Evidence]]] = {}
-    if given is not None:
-        version = knowledge.parse_version(given)
-        if version is None:
-            raise ConfigError(f"--from {given!r} is not a release (vX.Y.Z)")
-        found["argo-cd"] = (version, [])
-    for component in snap.components:
-        version = knowledge.parse_version(component.version)
-        if component.product not in PRODUCTS or version is None or (component.product in found and given):
-            continue
-        where = component.workload or (component.pods[0] if component.pods else None)
-        evidence = [Evidence("object", where.location, f"{where.ref} runs {component.image}")] if where else []
-        if component.product not in found or version < found[component.product][0]:
-            found[component.product] = (version, evidence)
-    return found

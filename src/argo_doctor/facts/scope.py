@@ -62,9 +62,10 @@ class Scope:
             f"/{ns}/" in location for ns in self.namespaces)
 
 
-def scope(snap: Snapshot, apps: Iterable[str], namespaces: Iterable[str]) -> Scope:
+def scope(snap: Snapshot, apps: Iterable[str], namespaces: Iterable[str], names: tuple[str, str] = ("--app", "-n")
+          ) -> Scope:
     """The scope of `--app [NS/]NAME` (repeatable) and `-n NS` (repeatable) in `snap`; ConfigError naming the
-    Applications the input does not hold (with the ones it does)."""
+    Applications the input does not hold (with the ones it does), and the option (`names`) as the user gave it."""
     found = Scope(tuple(apps), tuple(namespaces))
     if found.everything:
         return found
@@ -73,7 +74,7 @@ def scope(snap: Snapshot, apps: Iterable[str], namespaces: Iterable[str]) -> Sco
     unknown = [ns for ns in found.namespaces if ns not in present]
     if unknown:
         known = ", ".join(sorted(n for n in present if n)) or "none"
-        raise ConfigError(f"-n {', '.join(unknown)}: no object of the input is in that namespace (namespaces: "
+        raise ConfigError(f"{names[1]} {', '.join(unknown)}: no object of the input is in that namespace (namespaces: "
                           f"{known})")
     for ns in found.namespaces:
         found.pods.update((ns, o.name) for o in objects if o.kind == "Pod" and o.namespace == ns)
@@ -90,7 +91,7 @@ def scope(snap: Snapshot, apps: Iterable[str], namespaces: Iterable[str]) -> Sco
             found.keys |= _managed(snap, app)
     if missing:
         known = ", ".join(sorted(f"{a.namespace}/{a.name}" for a in applications)) or "none"
-        raise ConfigError(f"--app {', '.join(missing)}: no such Application in the input (Applications: {known})")
+        raise ConfigError(f"{names[0]} {', '.join(missing)}: no such Application in the input (Applications: {known})")
     found.pods |= {(ns, name) for kind, ns, name in found.keys if kind == "Pod"}
     return found
 

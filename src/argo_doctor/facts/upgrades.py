@@ -10,9 +10,10 @@ import binascii
 import re
 from typing import Any
 
+from argo_doctor.errors import ConfigError
 from argo_doctor.facts.argocd_policy import matches, policy_of
 from argo_doctor.facts.installation import config_data
-from argo_doctor.knowledge import UpgradeChange, Version, upgrade_changes
+from argo_doctor.knowledge import UpgradeChange, Version, parse_version, upgrade_changes
 from argo_doctor.model import Evidence, Ref
 from argo_doctor.snapshot import Obj, Snapshot
 
@@ -29,6 +30,34 @@ WORKFLOW_SPECS = {"Workflow": ("spec",), "WorkflowTemplate": ("spec",), "Cluster
 def version_text(version: Version) -> str:
     """`v3.0.12`."""
     return "v" + ".".join(str(p) for p in version)
+
+
+def installed_releases(snap: Snapshot, target: Version, given: str | None, options: tuple[str, str] = ("--from", "--to")
+                       ) -> dict[str, tuple[Version, list[Evidence]]]:
+    """Each product's installed release: `given` for Argo CD, else the oldest release among its components' image
+    tags, with the evidence; ConfigError when Argo CD's is unknown or `target` is not after it (`options` name the
+    installed and target releases in the message, as the caller's user gave them)."""
+    found: dict[str, tuple[Version, list[Evidence]]] = {}
+    if given is not None:
+        version = parse_version(given)
+        if version is None:
+            raise ConfigError(f"{options[0]} {given!r} is not a release (vX.Y.Z)")
+        found["argo-cd"] = (version, [])
+    for component in snap.components:
+        version = parse_version(component.version)
+        if component.product not in PRODUCTS or version is None or (component.product in found and given):
+            continue
+        where = component.workload or (component.pods[0] if component.pods else None)
+        evidence = [Evidence("object", where.location, f"{where.ref} runs {component.image}")] if where else []
+        if component.product not in found or version < found[component.product][0]:
+            found[component.product] = (version, evidence)
+    if "argo-cd" not in found:
+        raise ConfigError("the installed Argo CD release is not in the input (no Argo CD image with a release tag): "
+                          f"give it with {options[0]}")
+    if target <= found["argo-cd"][0]:
+        raise ConfigError(f"{options[1]} {version_text(target)} is not after the installed "
+                          f"{version_text(found['argo-cd'][0])}")
+    return found
 
 
 def kinds_read() -> frozenset[str]:

@@ -6,16 +6,10 @@ CD's built-in Lua checks for Rollouts and CRDs, and Lua customizations from argo
 `resource_customizations`-style directory, run in a sandbox.
 """
 
+from argo_doctor import ARGOCD_PARITY
 from argo_doctor.health.assess import HealthAssessor
 from argo_doctor.health.luascripts import LuaHealthScripts, LuaScript
 from argo_doctor.health.types import Health, HealthProblem, HealthStatus, application_health, is_worse, worst
-
-ARGOCD_PARITY = "v3.5.1"
-"""The Argo CD release whose built-in checks (gitops-engine kinds, HPA, CRD, Rollout) these follow.
-
-One addition from Argo CD's main branch (after v3.5.1): the Pod annotation
-`argocd.argoproj.io/ignore-restart-policy: "true"`, which is not honoured on hook pods.
-"""
 
 __all__ = [
     "ARGOCD_PARITY",

@@ -144,6 +144,26 @@ class HealthAssessor:
         except CheckError as exc:
             return Health(HealthStatus.UNKNOWN, str(exc))
 
+    def basis(self, obj: Mapping[str, Any]) -> str:
+        """Which check `assess` applies to the object, in words: pending deletion, a Lua script (and where it is),
+        the built-in check of its kind, or none."""
+        if not isinstance(obj, Mapping):
+            return "not an object"
+        if pending_deletion(obj):
+            return "the object is being deleted (metadata.deletionTimestamp), which Argo CD shows as Progressing"
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            return "no apiVersion or kind: no health check applies"
+        group, _ = split_api_version(api_version)
+        name = f"{group}/{kind}" if group else kind
+        script = self.scripts.script_for(group, kind)
+        if script is not None:
+            origin = "a resource_customizations script" if script.builtin else "a health customization"
+            return f"{origin} for {name} ({script.location})"
+        if (group, kind) in BUILTIN_LUA_CHECKS or (group, kind) in GO_BUILTIN_CHECKS:
+            return f"Argo CD's built-in health check for {name}"
+        return f"Argo CD has no health check for {name}: it shows no health for it"
+
     def _run(self, script: LuaScript, obj: Mapping[str, Any]) -> Health | None:
         """The script's verdict, within the scan's budget and the script's allowance of timeouts."""
         if self._timeouts[script] >= self.max_timeouts:

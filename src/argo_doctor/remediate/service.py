@@ -15,10 +15,7 @@ import hmac
 import json
 import logging
 import re
-import signal
-import socket
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,7 +32,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from argo_doctor.errors import ArgoDoctorError, ConfigError
+from argo_doctor.errors import ArgoDoctorError
+from argo_doctor.listen import QuietServer, bind, parse_listen
 from argo_doctor.remediate.kube import KubeError
 from argo_doctor.remediate.restarter import Notification, Restarter, Unavailable
 from argo_doctor.remediate.store import AuditStore
@@ -261,41 +259,10 @@ def json_logging() -> Iterator[None]:
             lg.propagate = propagate
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, minus re-raising SIGTERM after a graceful shutdown: the command then exits 0."""
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        handled = (signal.SIGINT, signal.SIGTERM)
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `:PORT` or `[::1]:PORT`."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ConfigError(f"--listen {text!r} is not HOST:PORT")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
 def run(app: Starlette, listen: str, *, graceful_seconds: float = 25.0, insecure: bool = False) -> None:
     """Serve until SIGTERM or SIGINT, then finish the requests in flight (at most `graceful_seconds`)."""
-    host, port = parse_listen(listen)
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
+    host, port = parse_listen(listen, "--listen", "0.0.0.0")
+    sock = bind(host, port, "--listen")
     config = uvicorn.Config(app, log_config=None, access_log=False,
                             timeout_graceful_shutdown=int(graceful_seconds), lifespan="off")
     with json_logging(), sock:
@@ -303,5 +270,5 @@ def run(app: Starlette, listen: str, *, graceful_seconds: float = 25.0, insecure
         if insecure:
             log.warning("authentication is off (--insecure-no-auth): anyone who reaches this port can trigger "
                         "restarts", extra={"fields": {}})
-        _Server(config).run(sockets=[sock])
+        QuietServer(config).run(sockets=[sock])
         log.info("stopped", extra={"fields": {}})

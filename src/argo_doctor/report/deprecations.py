@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from argo_doctor.deprecations import Use, Version, parse_version
 from argo_doctor.model import Problem
 from argo_doctor.report.columns import columns, wrap
-from argo_doctor.report.json import encode
+from argo_doctor.report.json import dumps
 from argo_doctor.sources.redact import clean
 from argo_doctor.timeline import location_key
 
@@ -25,30 +27,36 @@ def _status(use: Use) -> str:
     return f"{use.status} (may be used)" if use.maybe else use.status
 
 
+def deprecations_json(uses: list[Use], problems: list[Problem], target: Version | None) -> dict[str, Any]:
+    """The JSON document (`{targetVersion, uses, errors}`), every text redacted, removed uses first, then those
+    that only may be used."""
+    uses, problems = clean((uses, problems))
+    return {
+        "targetVersion": f"{target[0]}.{target[1]}" if target else None,
+        "uses": [
+            {
+                "status": u.status, "certain": not u.maybe, "apiVersion": u.api.api_version,
+                "kind": u.api.kind, "location": u.location, "how": u.how, "object": u.subject,
+                "deprecatedIn": u.api.deprecated_in,
+                "removedIn": u.api.removed_in, "replacement": u.api.replacement, "component": u.api.component,
+                "notes": u.api.notes, "source": u.api.source,
+            }
+            for u in sorted(uses, key=lambda u: (_rank(u), location_key(u.location)))
+        ],
+        "errors": [{"location": p.location, "message": p.message} for p in problems],
+    }
+
+
 def render(uses: list[Use], problems: list[Problem], target: Version | None, output: str, width: int | None = None,
            wide: bool = False) -> str:
     """The uses; every text redacted, and without control characters but in JSON. JSON and Markdown list them
     removed ones first, those that only may happen after the certain ones; the table groups them by the release
     that removes them (see `_table`), fitted to `width` unless `wide`."""
-    uses, problems = clean((uses, problems), human=output != "json")
+    if output == "json":
+        return dumps(deprecations_json(uses, problems, target))
+    uses, problems = clean((uses, problems), human=True)
     uses = sorted(uses, key=lambda u: (_rank(u), location_key(u.location)))
     version = f"{target[0]}.{target[1]}" if target else None
-    if output == "json":
-        doc = {
-            "targetVersion": version,
-            "uses": [
-                {
-                    "status": u.status, "certain": not u.maybe, "apiVersion": u.api.api_version,
-                    "kind": u.api.kind, "location": u.location, "how": u.how, "object": u.subject,
-                    "deprecatedIn": u.api.deprecated_in,
-                    "removedIn": u.api.removed_in, "replacement": u.api.replacement, "component": u.api.component,
-                    "notes": u.api.notes, "source": u.api.source,
-                }
-                for u in uses
-            ],
-            "errors": [{"location": p.location, "message": p.message} for p in problems],
-        }
-        return encode(doc)
     if output == "markdown":
         lines = [f"# Deprecated APIs (target {version or 'any'})", "", "| status | API | where | how | fix |",
                  "|---|---|---|---|---|"]

@@ -22,11 +22,20 @@ _UNESCAPED_CONTROL = re.compile(rb"\x7f|\xc2[\x80-\x9f]")
 _WRITE_CHUNK = 1 << 20
 
 
+def _escaped(data: bytes) -> bytes:
+    """JSON text with DEL and the C1 controls escaped as well (JSON requires it of the C0 ones only, and a terminal
+    would act on a raw CSI)."""
+    return _UNESCAPED_CONTROL.sub(lambda m: f"\\u{ord(m.group().decode()):04x}".encode(), data)
+
+
 def _formatted(doc: Any) -> bytes:
-    """A JSON document pretty-printed in UTF-8, with DEL and the C1 controls escaped as well (JSON requires it of
-    the C0 ones only, and a terminal would act on a raw CSI)."""
-    return _UNESCAPED_CONTROL.sub(lambda m: f"\\u{ord(m.group().decode()):04x}".encode(),
-                                  msgspec.json.format(msgspec.json.encode(doc), indent=2))
+    """A JSON document pretty-printed in UTF-8, DEL and the C1 controls escaped (`_escaped`)."""
+    return _escaped(msgspec.json.format(msgspec.json.encode(doc), indent=2))
+
+
+def compact(doc: Any) -> str:
+    """A JSON document on one line, without spaces, DEL and the C1 controls escaped: for readers that pay per byte."""
+    return _escaped(msgspec.json.encode(doc)).decode()
 
 
 def dumps(doc: Any) -> str:
