@@ -24,8 +24,12 @@ demo: $(STAMP)
 	@echo "HTML reports: demo-out/*.html (docs/img/html-report.png: $(BIN)/python tools/screenshot.py demo-out/unwanted-sync.html docs/img/html-report.png)"
 	@echo "argo-doctor is installed in $(BIN)/argo-doctor: run it from there, or: source $(BIN)/activate"
 
+# The suite on a worker per CPU plus one (many tests wait on a subprocess, a server or a deadline), each file on one
+# worker so that its fixtures are set up once; `$(BIN)/pytest` alone runs it in this process.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+
 test: $(STAMP) postgres kubectl helm chromium sarif-schema
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The audit store's PostgreSQL tests start a real server (tests/remediate/pgserver.py): install Debian's
 # package when no server binary is found. create_main_cluster = false keeps the package from starting its own.

@@ -111,21 +111,35 @@ class ProcRun:
                 f"wait4 ru_maxrss {self.maxrss_mib:.0f} MiB; tree sum {self.tree_rss_mib:.0f} MiB")
 
 
+def _pss(pid: int) -> int:
+    """The proportional set size of a process, in bytes (0 when it is gone or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 class TreeWatch:
     """Samples /proc every `interval` s for a process and its descendants: each one's VmHWM (its own peak RSS,
-    which only grows, so a sample misses at most the growth after it) and the summed VmRSS of the tree."""
+    which only grows, so a sample misses at most the growth after it), the summed VmRSS of the tree, and its summed
+    PSS (`smaps_rollup`: a page shared by forked workers counts once, split between them, as memory is paid)."""
 
     def __init__(self, pid: int, interval: float = 0.1) -> None:
         self.pid = pid
         self.interval = interval
         self.hwm: dict[int, int] = {}
         self.tree_peak = 0
+        self.pss_peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
-        total = 0
+        total = pss = 0
         for pid in process_tree(self.pid):
             try:
                 with open(f"/proc/{pid}/status", "rb") as f:
@@ -136,7 +150,9 @@ class TreeWatch:
                 continue
             self.hwm[pid] = max(self.hwm.get(pid, 0), int(fields[b"VmHWM"].split()[0]) * 1024)
             total += int(fields[b"VmRSS"].split()[0]) * 1024
+            pss += _pss(pid)
         self.tree_peak = max(self.tree_peak, total)
+        self.pss_peak = max(self.pss_peak, pss)
 
     def _loop(self) -> None:
         while True:

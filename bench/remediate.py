@@ -99,16 +99,20 @@ def main() -> int:
             proc.terminate()
             proc.wait(30)
     rows = report(to_patch, to_answer)
-    text = "\n".join(rows)
-    print(text)
+    print("\n".join(rows))
     if args.results:
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        head = f"\n## Remediation, {stamp}: {os.cpu_count()} CPU, {platform.processor() or platform.machine()}\n\n"
-        method = (f"- `bench/remediate.py -n {args.notifications}`: `argo-doctor serve` (SQLite audit store) and the "
-                  "fake API on one machine; 4 Rollouts per notification, one restarted each time.\n\n")
-        with args.results.open("a") as out:
-            out.write(head + method + text + "\n")
+        append_results(args.results, "Remediation", f"`bench/remediate.py -n {args.notifications}`: `argo-doctor "
+                       "serve` (SQLite audit store) and the fake API on one machine; 4 Rollouts per notification, one "
+                       "restarted each time.", rows)
     return 0 if percentile(to_patch, 99) < AIM_P99_MS else 1
+
+
+def append_results(path: Path, title: str, method: str, rows: list[str]) -> None:
+    """Append a section to bench/RESULTS.md: `## <title>, <date>: <machine>`, how it was measured, the table."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    head = f"\n## {title}, {stamp}: {os.cpu_count()} CPU, {platform.processor() or platform.machine()}\n\n"
+    with path.open("a") as out:
+        out.write(head + f"- {method}\n\n" + "\n".join(rows) + "\n")
 
 
 def wait_ready(client: httpx.Client, proc: subprocess.Popen[Any]) -> None:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # seconds per test: run first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = "examples/argocd-basic"
 # What a user's shell would not have: the test run's own virtualenv and Python settings.

@@ -228,6 +228,7 @@ for finding in run_scan(snap, analyzers).findings:
 """
 
 
+@pytest.mark.slow
 def test_a_million_audit_events_keep_bounded_memory() -> None:
     """900,000 controller patches (to the Application's resources, and to 100,000 other objects, in 100
     bursts an hour apart) and 100,000 deprecated calls by 10,000 clients, in a child process allowed

@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from argo_doctor.cli import main
 from mcp import Client
+from tests import children
 from tests.live.fakeapi import FakeApiServer, load_bundle, write_kubeconfig
 from tests.mcp import EXAMPLES, answer, cli_json
 
@@ -51,8 +52,8 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     """`argo-doctor mcp --http 127.0.0.1:0` on the example, and the URL it says it serves."""
     token = tmp_path_factory.mktemp("token") / "token"
     token.write_text(TOKEN + "\n")
-    process = subprocess.Popen([str(SCRIPT), "mcp", "--http", "0", "--token-file", str(token), str(EXAMPLE)],
-                               stderr=subprocess.PIPE, text=True)
+    process = children.popen([str(SCRIPT), "mcp", "--http", "0", "--token-file", str(token), str(EXAMPLE)],
+                             stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     line = process.stderr.readline()
     found = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)

@@ -15,6 +15,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,22 @@ SETUP_HINT = (
     "apt-get install -y postgresql)"
 )
 SERVER_USERS = ("postgres", "nobody")
+WATCHDOG = """
+import os, shutil, subprocess, sys, time
+parent, root, stop = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+while True:
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        break
+    if not os.path.isdir(root):
+        sys.exit(0)
+    time.sleep(0.5)
+subprocess.run(stop, capture_output=True, timeout=60, check=False)
+shutil.rmtree(root, ignore_errors=True)
+"""
+"""Stops the server and removes its folder once the test process is gone, however it ended (a run killed or
+interrupted leaves no server behind); it ends by itself when `stop` removed the folder first."""
 
 
 def find_bin_dir() -> Path | None:
@@ -108,6 +125,10 @@ class PostgresServer:
                 if attempt == 2:
                     raise
         self.started_in = time.monotonic() - began
+        stop = self._command(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), str(self.root), *stop],
+                         start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
         return self
 
     def stop(self) -> None:

@@ -412,6 +412,7 @@ def test_dockerignore_is_read_as_docker_reads_it() -> None:
     assert not in_build_context(".venv/bin/argo-doctor", patterns)
 
 
+@pytest.mark.slow
 def test_the_builder_stage_builds_the_tool_from_its_build_context(tmp_path: Path) -> None:
     builder = dockerfile_stages()[0]
     [workdir] = [rest for instruction, rest in builder if instruction == "WORKDIR"]

@@ -21,6 +21,7 @@ import yaml
 from click.testing import CliRunner
 
 from argo_doctor.cli import main
+from tests import children
 from tests.live.fakeapi import FakeApiServer, write_kubeconfig
 from tests.remediate import cluster
 from tests.remediate.cluster import installation
@@ -48,8 +49,8 @@ def setup(tmp_path: Path) -> Iterator[tuple[FakeApiServer, list[str]]]:
 
 def start(args: list[str]) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "argo-doctor"), "serve", "--listen", f"127.0.0.1:{port}",
-                             *args], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = children.popen([str(Path(sys.executable).parent / "argo-doctor"), "serve", "--listen", f"127.0.0.1:{port}",
+                           *args], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

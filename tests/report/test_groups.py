@@ -24,6 +24,8 @@ from argo_doctor.model import Finding, Ref, Severity
 from argo_doctor.report.groups import GROUP_MIN, _blank_name, group_findings, group_ids, pattern
 from tests.report.contract import validate
 
+pytestmark = pytest.mark.slow  # seconds per test: run first (tests/conftest.py)
+
 APPS = 1000
 DEPLOYMENTS = 30
 STATEFULSETS = 2
