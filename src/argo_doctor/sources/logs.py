@@ -335,8 +335,14 @@ class _Raw:
     error: str | None = None
 
 
-def _prefilter(path: Path, start: int, end: int | None, needles: tuple[bytes, ...]) -> _Raw:
-    """Search one byte range of a file for the needles, in bounded chunks, without copying them."""
+Checks = tuple[tuple["re.Pattern[str]", ...] | None, ...]
+"""Per needle: the patterns of its signatures when each has one (a line that holds only such needles and matches
+none of their patterns reaches no analyzer), else None (every line that holds it is dispatched)."""
+
+
+def _prefilter(path: Path, start: int, end: int | None, needles: tuple[bytes, ...], checks: Checks = ()) -> _Raw:
+    """Search one byte range of a file for the needles, in bounded chunks, without copying them; a line that
+    `_unheard` finds would reach no one is left out here, on the worker, rather than sent for nothing."""
     raw = _Raw()
     buf = bytearray(CHUNK_SIZE + MAX_LINE)  # a carried partial line is at most MAX_LINE: room is left
     view = memoryview(buf)
@@ -374,12 +380,12 @@ def _prefilter(path: Path, start: int, end: int | None, needles: tuple[bytes, ..
             if cut <= begin and not eof:
                 cut = begin
             if cut > begin:
-                line = _search(buf, begin, cut, line, needles, raw)
+                line = _search(buf, begin, cut, line, needles, raw, checks)
             carry = limit - cut
             if carry > MAX_LINE:
                 # A line longer than MAX_LINE: search its head, then skip to its end.
                 raw.flags.append(("long", line))
-                _search(buf, cut, cut + MAX_LINE, line, needles, raw)
+                _search(buf, cut, cut + MAX_LINE, line, needles, raw, checks)
                 filled, skipping = 0, True
             else:
                 buf[0:carry] = buf[cut:limit]
@@ -388,8 +394,10 @@ def _prefilter(path: Path, start: int, end: int | None, needles: tuple[bytes, ..
                 return raw
 
 
-def _search(buf: bytearray, begin: int, end: int, line: int, needles: tuple[bytes, ...], raw: _Raw) -> int:
-    """Record the lines of buf[begin:end] that hold a needle; return the line number after it."""
+def _search(buf: bytearray, begin: int, end: int, line: int, needles: tuple[bytes, ...], raw: _Raw,
+            checks: Checks = ()) -> int:
+    """Record the lines of buf[begin:end] that hold a needle (but those `_unheard`); return the line number after
+    it."""
     nul = buf.find(b"\x00", begin, end)
     if nul >= 0:
         raw.flags.append(("binary", line + buf.count(b"\n", begin, nul)))
@@ -412,10 +420,27 @@ def _search(buf: bytearray, begin: int, end: int, line: int, needles: tuple[byte
         counted = first
         last, found = hits[first]
         data = bytes(buf[first:min(last, first + MAX_LINE + 1)])
-        raw.hits.append((current, data, tuple(found)))
+        if not (checks and _unheard(data, found, checks)):
+            raw.hits.append((current, data, tuple(found)))
     newlines = current - line + buf.count(b"\n", counted, end)
     raw.newlines += newlines
     return line + newlines
+
+
+def _unheard(data: bytes, found: list[int], checks: Checks) -> bool:
+    """Whether `_dispatch_line` would dispatch the line to no one and report nothing of it: ASCII (so decoded as it
+    would be, without a UTF-8 problem), at most MAX_LINE bytes, not JSON nested too deep, and each of its needles has
+    only signatures with patterns, none of which matches its text (the same patterns on the same text)."""
+    if len(data) > MAX_LINE or not data.isascii():
+        return False
+    patterns: list[re.Pattern[str]] = []
+    for index in found:
+        these = checks[index]
+        if these is None:
+            return False
+        patterns.extend(these)
+    text = data.decode("ascii").replace("\x00", "").rstrip("\r")
+    return not any(pattern.search(text) for pattern in patterns) and not _too_deep(text)
 
 
 @dataclass(frozen=True)
@@ -454,7 +479,7 @@ def _line_start_after(path: Path, offset: int, limit: int) -> int | None:
     return None if nl < 0 else offset + nl + 1
 
 
-def _run_prefilter(job: tuple[Path, int, int | None, tuple[bytes, ...]]) -> _Raw:
+def _run_prefilter(job: tuple[Path, int, int | None, tuple[bytes, ...], Checks]) -> _Raw:
     return _prefilter(*job)
 
 
@@ -474,13 +499,16 @@ def scan_logs(
     jobs = [(f, sigs) for f, sigs in jobs if sigs]
     files = [f for f, _ in jobs]
     tables: list[tuple[tuple[bytes, ...], dict[bytes, list[LogSignature]]]] = []
+    checks: list[Checks] = []
     for _, sigs in jobs:
         by_needle: dict[bytes, list[LogSignature]] = {}
         for sig in sigs:
             by_needle.setdefault(sig.needle, []).append(sig)
         tables.append((tuple(by_needle), by_needle))
+        checks.append(tuple(tuple(s.pattern for s in found if s.pattern is not None)
+                            if all(s.pattern is not None for s in found) else None for found in by_needle.values()))
     pieces = _plan(files)
-    work = [(files[p.index].path, p.start, p.end, tables[p.index][0]) for p in pieces]
+    work = [(files[p.index].path, p.start, p.end, tables[p.index][0], checks[p.index]) for p in pieces]
     workers = workers or os.cpu_count() or 1
     total = sum(_size(f) for f in files)
     if workers > 1 and len(work) > 1 and total >= PARALLEL_THRESHOLD:
