@@ -119,8 +119,8 @@ def page(head: dict[str, Any], key: str, items: list[dict[str, Any]], start: int
     shortened if it must be), and `nextCursor` when some are left (`cursor`: the generation and query key)."""
     head = {**head, "total": len(items), "offset": start}
     room = cap - CURSOR_ROOM - len(key) - 8
-    if _size({**head, key: []}) > room // 2:  # the header leaves at least half a page to the items
-        head = fit(head, room // 2, cap)
+    if _size({**head, key: []}) > room * 3 // 4:  # the header leaves a quarter of a page to the items at least
+        head = fit(head, room * 3 // 4, cap)
     used = _size({**head, key: []})
     shown: list[dict[str, Any]] = []
     for item in items[start:]:

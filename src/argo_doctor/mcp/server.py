@@ -103,7 +103,8 @@ def build_server(session: Session, cap: int) -> MCPServer:
     @tool("Findings of every argo-doctor rule on this input, most severe first: start here. Compact by default "
           "(id, severity, rule, title, objects); `full` gives each as the JSON contract has it (summary, evidence, "
           "remediation). Filters narrow by rule id, Application, namespace and least severity. Returns "
-          "{source, bySeverity, errors, total, offset, findings, nextCursor?}.")
+          "{source, bySeverity, errors (the first input problems, each of kind error or note), errorCount, noteCount, "
+          "total, offset, findings, nextCursor?}.")
     def scan(
         rule: Annotated[Texts, Field(description="Only these rule ids (see `rules`).")] = None,
         app: Annotated[Texts, Field(description="Only what these Argo CD Applications manage: NAME or NS/NAME.")]
@@ -133,15 +134,16 @@ def build_server(session: Session, cap: int) -> MCPServer:
     def timeline(
         around: Annotated[str | None, Field(description="2026-11-22T15:03:00Z, -2h, or a finding id.")] = None,
         window: Annotated[str, Field(description="Width of the window around `around` (Go duration).")] = "10m",
-        components: Annotated[Texts, Field(description="Only these components (repo-server, "
-                                                       "application-controller, kube-apiserver, …).")] = None,
+        components: Annotated[Texts, Field(description="Only these components, as this timeline names them (each "
+                                                       "answer lists them in `components`).")] = None,
         cursor: CursorArg = None,
     ) -> str:
         return call(tools.timeline, around=around, window=window, components=components, cursor=cursor)
 
     @tool("The health Argo CD shows (or would show) for objects matching kind, namespace and name: status, message, "
           "which check decided it (Argo CD's built-in check, a Lua customization, the Application's own status), "
-          "and the ids of findings about the object. Objects without a health check appear only when named.")
+          "and the ids of findings about the object. Objects whose kind has no health check (status null) appear "
+          "only when asked for by kind or name.")
     def health(
         kind: Annotated[str | None, Field(description="Kind, as kubectl takes it: Rollout, rollout, rollouts.")]
         = None,
@@ -175,8 +177,11 @@ def build_server(session: Session, cap: int) -> MCPServer:
 
     @tool("Before an upgrade: each breaking or behaviour change documented between the installed Argo CD release "
           "and `to` (and, when given, the Image Updater's, Rollouts', Workflows' and Events' targets) that applies "
-          "to this installation, with the evidence and the guide's section. Changes that do not apply are not "
-          "listed. Compact by default; `finding` gives one in full.")
+          "to this installation, with the evidence and the guide's section. A product without a target (Image "
+          "Updater, Rollouts, Workflows, Events) gets every change documented after its installed release, at medium "
+          "at most; `products` says what is installed and which target was used. Changes that do not apply are not "
+          "listed; `breaking` counts those at high or critical. Compact by default; `full`, or `finding` with an id "
+          "once this has run, gives them in full.")
     def upgrade_check(
         to: Annotated[str, Field(description="The Argo CD release to upgrade to, vX.Y.Z.")],
         installed: Annotated[str | None, Field(description="The installed Argo CD release (default: read from its "

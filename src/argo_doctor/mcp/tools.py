@@ -55,7 +55,9 @@ def compact_finding(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _errors(problems: list[dict[str, str]]) -> dict[str, Any]:
-    return {"errors": problems[:MAX_ERRORS], "errorCount": len(problems)}
+    """The first input problems, and how many of each kind (`error`: input not read; `note`: about the input)."""
+    return {"errors": problems[:MAX_ERRORS], "errorCount": sum(1 for p in problems if p.get("kind") != "note"),
+            "noteCount": sum(1 for p in problems if p.get("kind") == "note")}
 
 
 def scan(state: State, cap: int, rule: str | list[str] | None = None, app: str | list[str] | None = None,
@@ -88,6 +90,9 @@ def scan(state: State, cap: int, rule: str | list[str] | None = None, app: str |
 def finding(state: State, cap: int, id: str, cursor: str | None = None) -> str:
     """One finding in full; its evidence paged when it is long."""
     found = state.finding(id)
+    if found is None and id.startswith("upgrade-check:"):
+        raise ConfigError(f"no change {id!r}: upgrade_check's changes answer here once upgrade_check has run on this "
+                          "server with the targets that gave them")
     if found is None:
         ids = [d["id"] for d in state.document["findings"][:5]]
         raise ConfigError(f"no finding {id!r} in this input (call scan for the ids; the first: {', '.join(ids)})"
@@ -150,11 +155,14 @@ def health(state: State, cap: int, kind: str | None = None, namespace: str | Non
             continue
         own = application_health(obj.raw)
         verdict = own or state.assessor.assess(obj.raw)
-        if verdict is None and not name:
-            continue  # no health check: listed only for an object asked for by name
+        if verdict is None and not name and not kind:
+            continue  # no health check: listed only for an object asked for by kind or name
         if not unhealthyOnly or (verdict is not None and verdict.status is not HealthStatus.HEALTHY):
             assessed.append((obj, verdict))
             bases[obj.location] = APPLICATION_BASIS if own else state.assessor.basis(obj.raw)
+    if kind and not any(_kind_matches(kind, o.kind) for o in state.snap.all()):
+        kinds = sorted({o.kind for o in state.snap.all()})
+        raise ConfigError(f"kind {kind!r}: no object of that kind in this input (kinds: {', '.join(kinds)})")
     rows: list[dict[str, Any]] = [{
         "apiVersion": obj.api_version, "kind": obj.kind, "namespace": obj.namespace, "name": obj.name,
         "location": obj.location,
@@ -165,7 +173,7 @@ def health(state: State, cap: int, kind: str | None = None, namespace: str | Non
     } for obj, verdict in worst_first(assessed)]
     key = query_key("health", {"kind": kind, "namespace": namespace, "name": name, "unhealthyOnly": unhealthyOnly})
     start = read_cursor(cursor, state.generation, key)
-    head = {"note": "objects without a health check are left out unless asked for by name",
+    head = {"note": "objects without a health check (status null) are left out unless asked for by kind or name",
             "byStatus": dict(Counter(str(r["status"]) for r in rows))}
     return page(head, "objects", clean(rows, state.snap.scrubber, cache=state.cleaned), start, cap,
                 (state.generation, key))
@@ -254,11 +262,14 @@ def upgrade_check(state: State, cap: int, to: str, installed: str | None = None,
         result = run_scan(state.snap, [check], workers=1)
         doc = document(result)
         state.extra.update({f["id"]: f for f in doc["findings"]})
-        state.cache[cache_key] = (doc["findings"], version_text(check.installed["argo-cd"][0]))
-    findings, current = state.cache[cache_key]
+        state.cache[cache_key] = (doc["findings"], {
+            product: {"installed": version_text(version),
+                      "to": version_text(targets[product]) if product in targets else None}
+            for product, (version, _) in sorted(check.installed.items())})
+    findings, products = state.cache[cache_key]
     key = query_key("upgrade_check", {"to": to, "installed": installed, "full": full, **others})
     start = read_cursor(cursor, state.generation, key)
-    head = {"installed": current, "to": version_text(wanted),
+    head = {"installed": products["argo-cd"]["installed"], "to": version_text(wanted), "products": products,
             "breaking": sum(1 for f in findings if Severity.parse(f["severity"]) >= Severity.HIGH)}
     items = findings if full else [compact_finding(f) for f in findings]
     return page(head, "changes", items, start, cap, (state.generation, key))
