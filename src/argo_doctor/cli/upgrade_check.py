@@ -9,12 +9,11 @@ from typing import Any
 
 import click
 
-from argo_doctor import knowledge
 from argo_doctor.cli.common import live_args, live_options, snapshot
 from argo_doctor.cli.group import EXIT_FINDINGS, errors_to_exit, main
 from argo_doctor.engine import needs_for, run_scan
 from argo_doctor.errors import ConfigError
-from argo_doctor.facts.upgrades import PRODUCTS, installed_releases, version_text
+from argo_doctor.facts.upgrades import PRODUCTS, installed_releases, release_targets, version_text
 from argo_doctor.model import Severity
 from argo_doctor.report import REPORTERS, ReportOptions
 
@@ -57,19 +56,12 @@ def upgrade_check(paths: tuple[Path, ...], target: str, current: str | None, ima
         if details and output != "table":
             raise ConfigError(f"--details shows each change in full in the table output; -o {output} has no such "
                               "choice")
-        wanted = knowledge.parse_version(target)
-        if wanted is None:
-            raise ConfigError(f"--to {target!r} is not a release (vX.Y.Z)")
-        targets = {"argo-cd": wanted}
-        for product, option, given in (("argocd-image-updater", "--to-image-updater", image_updater),
-                                       ("argo-rollouts", "--to-rollouts", rollouts),
-                                       ("argo-workflows", "--to-workflows", workflows),
-                                       ("argo-events", "--to-events", events)):
-            if given is not None:
-                version = knowledge.parse_version(given)
-                if version is None:
-                    raise ConfigError(f"{option} {given!r} is not a release (vX.Y.Z)")
-                targets[product] = version
+        targets = release_targets((("argo-cd", "--to", target),
+                                   ("argocd-image-updater", "--to-image-updater", image_updater),
+                                   ("argo-rollouts", "--to-rollouts", rollouts),
+                                   ("argo-workflows", "--to-workflows", workflows),
+                                   ("argo-events", "--to-events", events)))
+        wanted = targets["argo-cd"]
         check = UpgradeCheck(targets, {})
         snap = guard.watch(snapshot(paths, Path(workdir), live_args(live_kwargs), needs_for([check])))
         check.installed = installed_releases(snap, wanted, current)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from argo_doctor.errors import ConfigError
@@ -30,6 +31,20 @@ WORKFLOW_SPECS = {"Workflow": ("spec",), "WorkflowTemplate": ("spec",), "Cluster
 def version_text(version: Version) -> str:
     """`v3.0.12`."""
     return "v" + ".".join(str(p) for p in version)
+
+
+def release_targets(given: Iterable[tuple[str, str, str | None]]) -> dict[str, Version]:
+    """Each product's target release out of (product, the option as the user named it, the text given or None);
+    ConfigError naming the option for a text that is not a release."""
+    targets: dict[str, Version] = {}
+    for product, option, text in given:
+        if text is None:
+            continue
+        version = parse_version(text)
+        if version is None:
+            raise ConfigError(f"{option} {text!r} is not a release (vX.Y.Z)")
+        targets[product] = version
+    return targets
 
 
 def installed_releases(snap: Snapshot, target: Version, given: str | None, options: tuple[str, str] = ("--from", "--to")

@@ -69,15 +69,14 @@ def _cut(value: Any, limit: int, items: int | None = None) -> Any:
     return value
 
 
-def _longest(value: Any, size: Any = len) -> int:
-    """The longest text (the longest list, with `size=None`) in `value`."""
+def _longest(value: Any, lists: bool = False) -> int:
+    """The length of the longest text in `value` (of the longest list, with `lists`)."""
     if isinstance(value, str):
-        return len(value) if size is len else 0
+        return 0 if lists else len(value)
     if isinstance(value, list):
-        own = 0 if size is len else len(value)
-        return max([own, *(_longest(v, size) for v in value)])
+        return max([len(value) if lists else 0, *(_longest(v, lists) for v in value)])
     if isinstance(value, dict):
-        return max((_longest(v, size) for v in value.values()), default=0)
+        return max((_longest(v, lists) for v in value.values()), default=0)
     return 0
 
 
@@ -105,7 +104,7 @@ def fit(item: dict[str, Any], budget: int, cap: int) -> dict[str, Any]:
         return item
     best = _largest_fitting(SHORTEST_TEXT, _longest(item), lambda n: {**_cut(item, n), "truncated": True}, budget)
     if best is None:
-        best = _largest_fitting(0, _longest(item, None), lambda n: {**_cut(item, SHORTEST_TEXT, n),
+        best = _largest_fitting(0, _longest(item, lists=True), lambda n: {**_cut(item, SHORTEST_TEXT, n),
                                                                     "truncated": True}, budget)
     if best is not None:
         return best

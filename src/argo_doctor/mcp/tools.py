@@ -10,11 +10,12 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
-from argo_doctor import deprecations, knowledge
+from argo_doctor import deprecations
 from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.errors import ConfigError
 from argo_doctor.facts.scope import scope
-from argo_doctor.facts.upgrades import installed_releases, version_text
+from argo_doctor.facts.upgrades import installed_releases, release_targets, version_text
+from argo_doctor.facts.webhooks import plural
 from argo_doctor.health import HealthStatus, application_health
 from argo_doctor.mcp.paging import page, query_key, read_cursor
 from argo_doctor.mcp.session import State
@@ -28,7 +29,6 @@ from argo_doctor.sources.redact import clean
 from argo_doctor.timeline import around_time, select, window_centre
 from argo_doctor.timeutil import format_time, parse_go_duration, shift
 
-SEVERITIES = tuple(s.label for s in sorted(Severity, reverse=True))
 MAX_ERRORS = 10
 """Input errors a result lists (with their count): the scan tool's header, not a log."""
 
@@ -68,8 +68,6 @@ def scan(state: State, cap: int, rule: str | list[str] | None = None, app: str |
     if rules:
         select_analyzers(rules)  # ConfigError for an unknown rule id, with the closest one
     narrowed = scope(state.snap, _texts(app), _texts(namespace), ("app", "namespace"))
-    if minSeverity is not None and minSeverity not in SEVERITIES:
-        raise ConfigError(f"minSeverity {minSeverity!r} is not one of {', '.join(SEVERITIES)}")
     floor = Severity.parse(minSeverity) if minSeverity else Severity.INFO
     docs = {d["id"]: d for d in state.document["findings"]}
     kept = [docs[f.id] for f in state.result.findings
@@ -135,9 +133,8 @@ APPLICATION_BASIS = "the Application's own status.health, as Argo CD computed it
 
 
 def _kind_matches(wanted: str, kind: str) -> bool:
-    """kubectl's leniency: `Rollout`, `rollout` and `rollouts` name one kind."""
-    wanted, kind = wanted.lower(), kind.lower()
-    return wanted in (kind, kind + "s", kind + "es") or (kind.endswith("y") and wanted == kind[:-1] + "ies")
+    """kubectl's leniency: `Rollout`, `rollout` and `rollouts` (the resource name) name one kind."""
+    return wanted.lower() in (kind.lower(), plural(kind))
 
 
 def health(state: State, cap: int, kind: str | None = None, namespace: str | None = None, name: str | None = None,
@@ -149,7 +146,9 @@ def health(state: State, cap: int, kind: str | None = None, namespace: str | Non
             named.setdefault((ref.kind, ref.namespace, ref.name), []).append(f.id)
     assessed = []
     bases: dict[str, str] = {}
+    kinds: set[str] = set()
     for obj in sorted(state.snap.all(), key=lambda o: (o.kind, o.namespace, o.name)):
+        kinds.add(obj.kind)
         if (kind and not _kind_matches(kind, obj.kind)) or (namespace is not None and obj.namespace != namespace) \
                 or (name and not fnmatch.fnmatchcase(obj.name, name)):
             continue
@@ -160,9 +159,8 @@ def health(state: State, cap: int, kind: str | None = None, namespace: str | Non
         if not unhealthyOnly or (verdict is not None and verdict.status is not HealthStatus.HEALTHY):
             assessed.append((obj, verdict))
             bases[obj.location] = APPLICATION_BASIS if own else state.assessor.basis(obj.raw)
-    if kind and not any(_kind_matches(kind, o.kind) for o in state.snap.all()):
-        kinds = sorted({o.kind for o in state.snap.all()})
-        raise ConfigError(f"kind {kind!r}: no object of that kind in this input (kinds: {', '.join(kinds)})")
+    if kind and not any(_kind_matches(kind, k) for k in kinds):
+        raise ConfigError(f"kind {kind!r}: no object of that kind in this input (kinds: {', '.join(sorted(kinds))})")
     rows: list[dict[str, Any]] = [{
         "apiVersion": obj.api_version, "kind": obj.kind, "namespace": obj.namespace, "name": obj.name,
         "location": obj.location,
@@ -190,16 +188,13 @@ def installation(state: State, cap: int, component: str | None = None, permissio
     if component and not components:
         names = ", ".join(sorted({c.component for c in found.components}))
         raise ConfigError(f"component {component!r}: none in this installation (components: {names or 'none'})")
-    docs = [component_json(c, found.permissions.get((c.namespace, c.name)) if permissions else None)
-            for c in components]
-    for doc in docs:
-        if not permissions:
-            doc.pop("permissions")
-            doc.pop("permissionNotes")
-    findings = document(found.result)["findings"]
+    docs = [{k: v for k, v in component_json(c, found.permissions.get((c.namespace, c.name))).items()
+             if permissions or k not in ("permissions", "permissionNotes")} for c in components]
+    if ("map",) not in state.cache:  # the map's findings, redacted as the JSON contract has them, once
+        state.cache[("map",)] = [compact_finding(f) for f in document(found.result)["findings"]]
     key = query_key("map", {"component": component, "permissions": permissions})
     start = read_cursor(cursor, state.generation, key)
-    head = {"findings": [compact_finding(f) for f in findings]}
+    head = {"findings": state.cache[("map",)]}
     return page(head, "components", clean(docs, state.snap.scrubber, cache=state.cleaned), start, cap,
                 (state.generation, key))
 
@@ -246,16 +241,9 @@ def upgrade_check(state: State, cap: int, to: str, installed: str | None = None,
     """The documented changes on the way to the target releases that hit this installation."""
     from argo_doctor.analyzers.upgrade_check import UpgradeCheck  # its table is read only when asked
 
-    wanted = knowledge.parse_version(to)
-    if wanted is None:
-        raise ConfigError(f"to {to!r} is not a release (vX.Y.Z)")
-    targets = {"argo-cd": wanted}
-    for argument, given in others.items():
-        if given is not None:
-            version = knowledge.parse_version(given)
-            if version is None:
-                raise ConfigError(f"{argument} {given!r} is not a release (vX.Y.Z)")
-            targets[PRODUCT_TARGETS[argument]] = version
+    targets = release_targets((("argo-cd", "to", to),
+                               *((PRODUCT_TARGETS[argument], argument, given) for argument, given in others.items())))
+    wanted = targets["argo-cd"]
     cache_key = ("upgrade", tuple(sorted(targets.items())), installed)
     if cache_key not in state.cache:
         check = UpgradeCheck(targets, installed_releases(state.snap, wanted, installed, ("installed", "to")))
