@@ -17,6 +17,7 @@ demo: $(STAMP)
 	$(BIN)/argo-doctor scan examples --fail-on never
 	$(BIN)/argo-doctor upgrade-check examples/incidents/upgrade-readiness --to v3.0.12 --to-workflows v4.0.0 \
 		--to-image-updater v1.0.0 || [ $$? -eq 1 ]  # 1: a breaking change applies, as the example means
+	$(BIN)/python tools/mcp_demo.py examples/incidents/stuck-rollout  # an MCP client asking argo-doctor mcp
 	@mkdir -p demo-out
 	@for bundle in $$(find examples -name bundle.yaml -printf '%h\n' | sort); do \
 		$(BIN)/argo-doctor scan $$bundle -o html --fail-on never > demo-out/$$(basename $$bundle).html || exit $$?; \
