@@ -333,3 +333,63 @@ def test_a_json_line_nested_too_deeply_is_one_problem_and_the_scan_goes_on(tmp_p
         (4, "info", "manifest cache miss: after")]
     assert problems == [Problem("repo-server.log:1", "JSON nested more than 256 levels deep; read as plain text")]
     assert parse_line(deep, FILE, 1, REF).message == deep
+
+
+def _hostile_log(path: Path) -> None:
+    """Lines as the Argo components write them, with what a byte search can trip on: needles that overlap or repeat
+    on a line, a needle cut by a chunk boundary, NUL bytes, a line past MAX_LINE, no final line break."""
+    rows = []
+    for i in range(400):
+        rows.append(f'time="2026-11-20T15:00:{i % 60:02d}Z" level=info msg="manifest cache hit: k{i}"'.encode())
+        if i % 7 == 0:
+            rows.append(f'time="2026-11-20T15:00:00Z" level=error msg="manifest cache miss: k{i} level=error '
+                        f'manifest cache miss: again"'.encode())
+        if i % 53 == 0:
+            rows.append(b'{"level":"error","msg":"rpc error: \x00 manifest cache miss: nul","time":"x"}')
+    rows.append(b"manifest cache miss: " + b"y" * (2 * logs.MAX_LINE) + b" level=error")
+    rows.append(b"level=errorlevel=error manifest cache miss: end")
+    path.write_bytes(b"\n".join(rows))
+
+
+NEEDLES = (b"manifest cache miss: ", b"level=error", b"cache miss", b'"level":"error"', b"error", b"absent")
+
+
+@pytest.mark.skipif(logs._native() is None, reason="the native engine is checked where it installs (next test)")
+@pytest.mark.parametrize("chunk", [97, 4096, 1 << 20])
+def test_the_native_search_finds_what_the_search_needle_by_needle_finds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    path = tmp_path / "r.log"
+    _hostile_log(path)
+    monkeypatch.setattr(logs, "CHUNK_SIZE", chunk)
+    native = logs._prefilter(path, 0, None, NEEDLES)
+    monkeypatch.setattr(logs, "_database", lambda needles: None)
+    by_needle = logs._prefilter(path, 0, None, NEEDLES)
+    assert native == by_needle
+    assert len(native.hits) == 58 + 8 + 2 and {len(found) for _, _, found in native.hits} == {2, 4}
+    assert {kind for kind, _ in native.flags} == {"binary", "long"}  # the long line's head only is searched
+
+
+def test_the_native_engine_is_there_where_wheels_are() -> None:
+    """CI's platform has a wheel of the native engine: the search it runs is the one users get, not the fallback."""
+    import platform
+
+    if sys.platform == "linux" and platform.machine() == "x86_64":
+        assert logs._native() is not None and logs._database((b"needle",)) is not None
+    assert logs._database((b"a\x00b",)) is None and logs._database(()) is None  # what it cannot take as given
+
+
+@pytest.mark.skipif(logs._native() is None, reason="the native engine is checked where it installs")
+def test_a_range_made_of_needles_is_searched_needle_by_needle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each native match is a call into Python: a range denser in matches than MATCHES_PER_KIB goes to the search
+    that skips to the end of a line at its first match, and finds the same lines."""
+    path = tmp_path / "dense.log"
+    path.write_bytes(b"\n".join([b"ab" * 5000, b"x" * 100, b"ab ok"] * 50) + b"\n")
+    calls: list[int] = []
+    real = logs._hits
+    monkeypatch.setattr(logs, "_hits", lambda buf, begin, end, needles: calls.append(end - begin) or real(
+        buf, begin, end, needles))
+    raw = logs._prefilter(path, 0, None, (b"ab",))
+    assert calls and [line for line, _, _ in raw.hits] == [n for n in range(150) if n % 3 != 1]
+    calls.clear()
+    path.write_bytes(b"\n".join([b"ab" + b"x" * 100] * 50) + b"\n")
+    assert len(logs._prefilter(path, 0, None, (b"ab",)).hits) == 50 and calls == []

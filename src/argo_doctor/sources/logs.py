@@ -6,10 +6,13 @@ from __future__ import annotations
 import io
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any, cast
 
 import msgspec
@@ -234,6 +237,8 @@ def _quick_time(text: str) -> tuple[bool, datetime | None]:
 
 def _too_deep(text: str) -> bool:
     """Whether a line is a JSON object nested too deeply to decode, which `_parse` reads as plain text."""
+    if text.count("{") + text.count("[") <= MAX_JSON_DEPTH:  # json_too_deep's own first test, before the regex
+        return False
     prefix = _KUBECTL_PREFIX.match(text)
     body = text[prefix.end():].lstrip() if prefix else text.lstrip()
     return body.startswith("{") and json_too_deep(body)
@@ -401,7 +406,30 @@ def _search(buf: bytearray, begin: int, end: int, line: int, needles: tuple[byte
     nul = buf.find(b"\x00", begin, end)
     if nul >= 0:
         raw.flags.append(("binary", line + buf.count(b"\n", begin, nul)))
-    hits: dict[int, tuple[int, list[int]]] = {}
+    hits = _native_hits(buf, begin, end, needles)
+    if hits is None:
+        hits = _hits(buf, begin, end, needles)
+    counted, current = begin, line  # newlines are counted once, from hit to hit, then to the end
+    for first in sorted(hits):
+        current += buf.count(b"\n", counted, first)
+        counted = first
+        last, found = hits[first]
+        data = bytes(buf[first:min(last, first + MAX_LINE + 1)])
+        if not (checks and _unheard(data, found, checks)):
+            raw.hits.append((current, data, tuple(found)))
+    newlines = current - line + buf.count(b"\n", counted, end)
+    raw.newlines += newlines
+    return line + newlines
+
+
+_Hits = dict[int, tuple[int, list[int]]]
+"""Lines that hold a needle: the offset of the line's first byte -> (the offset of its end, the indexes of the
+needles it holds, ascending, each once)."""
+
+
+def _hits(buf: bytearray, begin: int, end: int, needles: tuple[bytes, ...]) -> _Hits:
+    """`_Hits` of buf[begin:end], each needle searched in turn (`bytes.find`)."""
+    hits: _Hits = {}
     for index, needle in enumerate(needles):
         pos = buf.find(needle, begin, end)
         while pos >= 0:
@@ -414,17 +442,84 @@ def _search(buf: bytearray, begin: int, end: int, line: int, needles: tuple[byte
             else:
                 entry[1].append(index)
             pos = buf.find(needle, last, end)
-    counted, current = begin, line  # newlines are counted once, from hit to hit, then to the end
-    for first in sorted(hits):
-        current += buf.count(b"\n", counted, first)
-        counted = first
-        last, found = hits[first]
-        data = bytes(buf[first:min(last, first + MAX_LINE + 1)])
-        if not (checks and _unheard(data, found, checks)):
-            raw.hits.append((current, data, tuple(found)))
-    newlines = current - line + buf.count(b"\n", counted, end)
-    raw.newlines += newlines
-    return line + newlines
+    return hits
+
+
+MATCHES_PER_KIB = 64
+"""Above this many native matches per KiB searched (a range made of needles), `_native_hits` gives up and the
+needles are searched in turn, which skips to the end of a line at its first match: each match costs a call here."""
+
+
+def _native_hits(buf: bytearray, begin: int, end: int, needles: tuple[bytes, ...]) -> _Hits | None:
+    """`_Hits` of buf[begin:end] in one pass of the native engine over it; None without one (or when the range holds
+    too many matches, see MATCHES_PER_KIB)."""
+    database = _database(needles)
+    native = _native()
+    if database is None or native is None:
+        return None
+    ends: list[int] = []
+    indexes: list[int] = []
+    most = MATCHES_PER_KIB * ((end - begin) // 1024 + 1)
+
+    def matched(index: int, _start: int, stop: int, _flags: int, _context: object) -> bool:
+        ends.append(stop)
+        indexes.append(index)
+        return len(ends) > most  # True stops the scan
+
+    try:
+        database.scan(memoryview(buf)[begin:end], match_event_handler=matched)
+    except native.ScanTerminated:
+        return None
+    hits: _Hits = {}
+    first = last = -1
+    found: list[int] = []
+    for stop, index in sorted(zip(ends, indexes, strict=True)):
+        at = begin + stop  # a needle holds no line break: the match ends on its line
+        if at > last:
+            first = buf.rfind(b"\n", begin, at) + 1 or begin
+            last = buf.find(b"\n", at, end)
+            last = end if last < 0 else last
+            found = []
+            hits[first] = (last, found)
+        if index not in found:
+            found.append(index)
+    for _, found in hits.values():
+        found.sort()
+    return hits
+
+
+@cache
+def _native() -> ModuleType | None:
+    """The native multi-needle search (Vectorscan, through the hyperscan package), imported when a log is first
+    searched; None where no wheel of it installs (then needles are searched in turn)."""
+    try:
+        import hyperscan
+    except ImportError:  # pragma: no cover (the platforms CI runs on have it)
+        return None
+    return hyperscan
+
+
+_DATABASES = threading.local()
+"""Each thread's compiled needle sets (a database's scratch space serves one scan at a time)."""
+
+
+def _database(needles: tuple[bytes, ...]) -> Any:
+    """The native engine's database of the needles (compiled once per thread and set), None without the engine or
+    for needles it cannot take as given (empty, or holding a NUL or a line break)."""
+    native = _native()
+    if native is None or not needles or any(not n or b"\x00" in n or b"\n" in n for n in needles):
+        return None
+    cache: dict[tuple[bytes, ...], Any] = _DATABASES.__dict__.setdefault("cache", {})
+    database = cache.get(needles)
+    if database is None:
+        database = native.Database(mode=native.HS_MODE_BLOCK)
+        try:
+            database.compile(expressions=list(needles), ids=list(range(len(needles))), elements=len(needles),
+                             flags=0, literal=True)
+        except native.error:
+            return None
+        cache[needles] = database
+    return database
 
 
 def _unheard(data: bytes, found: list[int], checks: Checks) -> bool:
