@@ -16,7 +16,16 @@ from hypothesis import strategies as st
 
 from argo_doctor.engine import run_scan, select_analyzers
 from argo_doctor.model import Ref
-from argo_doctor.snapshot import DECODED_KEPT, Obj, Snapshot, image_version, pack
+from argo_doctor.snapshot import (
+    DECODED_KEPT,
+    DICTIONARY_MIN_OBJECTS,
+    Obj,
+    Snapshot,
+    image_version,
+    pack,
+    pack_file,
+    unpacker,
+)
 from argo_doctor.sources import bundle
 from argo_doctor.sources.objects import LoadedObject, RawObject, object_head
 from tests.conftest import BUNDLES, EXAMPLES
@@ -175,6 +184,42 @@ def test_two_collections_of_300_objects_are_one_note_per_pair_of_inputs(tmp_path
         "one 1200)" in note.message
 
 
+def test_copies_packed_against_two_dictionaries_are_compared_by_their_json(tmp_path: Path) -> None:
+    """Each file's bodies are compressed against its own first body: an identical copy in another file (another
+    dictionary) is still told identical, a changed one changed."""
+    count = DICTIONARY_MIN_OBJECTS + 36
+    _collection(tmp_path / "a.yaml", range(100, 100 + count), range(count))
+    later = list(range(100, 100 + count))
+    later[0], later[5] = 7000, 7005  # the first object (the dictionary) and one more differ
+    _collection(tmp_path / "b.yaml", later, range(count))
+    snap = bundle.load([tmp_path / "a.yaml", tmp_path / "b.yaml"], None)
+    unpackers = {o._unpack for o in snap.all()} | {d.dropped._unpack for d in snap.duplicates}
+    assert len(unpackers) == 2 and unpacker(b"") not in unpackers  # one per file, neither the plain one
+    assert sorted(d.dropped.name for d in snap.duplicates if not d.identical) == ["cm-0", "cm-5"]
+    assert sum(d.identical for d in snap.duplicates) == count - 2
+
+
+def test_a_file_of_many_objects_is_packed_against_its_first() -> None:
+    """Pods of one list compress to a fraction of their size alone against the first one's JSON, and read back
+    the same; a file of few objects is packed alone."""
+    raws = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{i}", "namespace": "shop", "uid": f"u-{i}",
+                                                              "labels": {"app": "web"}},
+             "spec": {"containers": [{"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}],
+                                      "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}}],
+                      "nodeName": f"node-{i % 3}"},
+             "status": {"phase": "Running", "podIP": f"10.0.0.{i}"}} for i in range(DICTIONARY_MIN_OBJECTS)]
+    loaded = [LoadedObject(f"pods.yaml:{i}", object_head(r), msgspec.json.encode(r)) for i, r in enumerate(raws)]
+    packed, dictionary = pack_file(loaded)
+    assert dictionary == loaded[0].body
+    assert sum(len(p.body) for p in packed) * 3 < sum(len(pack(x).body) for x in loaded)
+    snap = Snapshot("test")
+    unpack = unpacker(dictionary)
+    for p in packed:
+        snap.add_loaded(p, unpack)
+    assert [o.raw for o in snap.all()] == raws and snap.all().__iter__().__next__().at("status", "phase") == "Running"
+    assert pack_file(loaded[:-1])[1] == b""
+
+
 def test_a_scan_of_two_collections_judges_the_newer_one(tmp_path: Path) -> None:
     """The older collection alone shows guestbook Degraded; with the newer one beside it, guestbook is Healthy and
     the Argo CD version found is the newer one's."""
@@ -303,6 +348,21 @@ def test_a_packed_object_reads_the_same_and_shares_its_strings() -> None:
     snap.add_loaded(packed)
     obj = snap.get("Pod", "p", "ns", "")
     assert obj is not None and obj.raw == raw and obj.labels == {"app": "x"}
+
+
+def test_pods_of_one_replicaset_share_their_labels_and_owners() -> None:
+    """What pods of one ReplicaSet hold alike is kept once; an owner whose `controller` is 1, not true, keeps its
+    own (they compare equal in Python)."""
+    def pod(name: str, controller: object) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "namespace": "shop", "labels": {"app": "web", "pod-template-hash": "5d4f"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d4f",
+                                 "controller": controller}]}}
+
+    heads = [pack(LoadedObject(f"pods.yaml:{i}", object_head(raw), msgspec.json.encode(raw))).head
+             for i, raw in enumerate([pod("a", True), pod("b", True), pod("c", 1)])]
+    assert heads[0][5] is heads[1][5] is heads[2][5] and heads[0][6] is heads[1][6]
+    assert heads[2][6] is not heads[0][6] and heads[2][6][0]["controller"] is not True
 
 
 def _packed(raw: dict[str, Any]) -> Obj:

@@ -23,7 +23,7 @@ from typing import Any, BinaryIO, cast
 
 from argo_doctor.errors import InputError
 from argo_doctor.model import Problem
-from argo_doctor.snapshot import Snapshot, gc_paused, pack
+from argo_doctor.snapshot import Snapshot, gc_paused, pack_file, unpacker
 from argo_doctor.sources import dump
 from argo_doctor.sources.audit import AuditFile
 from argo_doctor.sources.files import UnsafeInput, exists, is_dir, open_input
@@ -730,9 +730,9 @@ def _submit(pool: ProcessPoolExecutor, job: ObjectJob) -> Future[FileLoad]:
 
 
 def _load_packed(job: ObjectJob) -> FileLoad:
-    """`load_object_file` with each object `pack`ed (run in a worker, so that compression is done there)."""
+    """`load_object_file` with its objects packed (`pack_file`; run in a worker, so that compression is done there)."""
     load = load_object_file(job)
-    load.objects = [pack(loaded) for loaded in load.objects]
+    load.objects, load.dictionary = pack_file(load.objects)
     return load
 
 
@@ -740,5 +740,6 @@ def _index_all(snap: Snapshot, loads: Iterable[FileLoad]) -> None:
     for load in loads:
         snap.problems.extend(load.problems)
         snap.scrubber.add_values(load.secrets)
+        unpack = unpacker(load.dictionary)
         for loaded in load.objects:
-            snap.add_loaded(loaded)
+            snap.add_loaded(loaded, unpack)

@@ -209,11 +209,13 @@ class LoadedObject:
 
 @dataclass
 class FileLoad:
-    """Everything read from one object file: objects, problems, and Secret values to scrub."""
+    """Everything read from one object file: objects, problems, and Secret values to scrub; once packed
+    (`snapshot.pack_file`), the dictionary its bodies are compressed against (b"": none)."""
 
     objects: list[LoadedObject]
     problems: list[Problem]
     secrets: list[SecretValue]
+    dictionary: bytes = b""
 
 
 ItemType = tuple[str, str]
