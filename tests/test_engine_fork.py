@@ -197,16 +197,18 @@ def _snapshot(tmp_path: Path) -> Snapshot:
     return bundle.load([UNWANTED_SYNC], tmp_path)
 
 
-def test_by_default_the_copy_is_made_for_large_snapshots_with_a_cpu_to_spare(
+def test_by_default_the_copy_is_made_for_large_snapshots_not_too_large_with_a_cpu_to_spare(
     tmp_path: Path, copies: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     size = len(_snapshot(tmp_path))
-    for cpus, least, forked in ((2, size, True), (2, size + 1, False), (1, size, False)):
+    for cpus, least, most, forked in ((2, size, size, True), (2, size + 1, size + 1, False), (1, size, size, False),
+                                      (2, size, size - 1, False)):
         monkeypatch.setattr(os, "cpu_count", lambda cpus=cpus: cpus)
         monkeypatch.setattr(engine, "SPLIT_MIN_OBJECTS", least)
+        monkeypatch.setattr(engine, "SPLIT_MAX_OBJECTS", most)  # the copy's pages would cost more than it saves
         copies.clear()
         run_scan(_snapshot(tmp_path), select_analyzers())
-        assert copies == (["sent"] if forked else []), (cpus, least)
+        assert copies == (["sent"] if forked else []), (cpus, least, most)
 
 
 def test_no_copy_is_made_beside_another_thread(tmp_path: Path, copies: list[str]) -> None:

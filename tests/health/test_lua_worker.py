@@ -81,7 +81,7 @@ def test_stuck_library_call_is_killed_and_nothing_keeps_running() -> None:
     assert assessor.worker.pid is None
     assert _state(worker) is None  # killed and reaped: no zombie, no CPU
     assert _children() == children
-    assert set(threading.enumerate()) == threads
+    assert set(threading.enumerate()) <= threads  # no thread left behind (one of an earlier test may end meanwhile)
     assert assessor.problems == [HealthProblem(LOCATION, "Lua health script did not finish within 0.5 s")]
     # The next object gets a new worker and Argo CD's verdict.
     assert assessor.assess(_certificate("web-tls", "False", "Issuing")) == Health(D, "Issuing")

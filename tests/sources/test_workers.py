@@ -172,3 +172,18 @@ def test_a_ctrl_c_that_reaches_a_worker_while_it_is_forked_is_ignored() -> None:
     """Forked copies, pool workers and the Lua worker alike."""
     done = subprocess.run([sys.executable, "-c", FORK_RACE], capture_output=True, timeout=60, check=False)
     assert (done.returncode, done.stdout.decode().split(), done.stderr.decode()) == (0, ["42", "7", "Healthy"], "")
+
+
+def test_a_forked_copy_ends_before_its_result_is_read() -> None:
+    """A result larger than a pipe holds: the copy writes it and ends (a zombie, its pages freed) without waiting
+    for the scan to read it."""
+    with Forked(lambda: b"x" * (4 << 20)) as call:
+        assert call.pid is not None
+        state = ""
+        for _ in range(400):  # up to 20 s on a loaded machine; a copy blocked on a pipe would never end
+            state = Path(f"/proc/{call.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                break
+            time.sleep(0.05)
+        assert state == "Z"
+        assert call.result() == b"x" * (4 << 20) and call.pid is None

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import codecs
 import re
+from collections.abc import Iterator
 from typing import IO, Any
 
 import msgspec
@@ -41,17 +41,6 @@ def compact(doc: Any) -> str:
 def dumps(doc: Any) -> str:
     """A JSON document pretty-printed, DEL and the C1 controls escaped (`_formatted`)."""
     return _formatted(doc).decode()
-
-
-def write(doc: Any, out: IO[str]) -> None:
-    """`dumps` of the document written to `out` in pieces, so that the text of a large report is never held
-    whole (its UTF-8 bytes are, once)."""
-    data = _formatted(doc)
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(data)
-    for start in range(0, len(data), _WRITE_CHUNK):
-        out.write(decoder.decode(view[start:start + _WRITE_CHUNK]))
-    out.write(decoder.decode(b"", final=True))
 
 
 def encode(doc: Any, scrubber: SecretScrubber | None = None) -> str:
@@ -120,12 +109,16 @@ def problem_json(problem: Problem) -> dict[str, str]:
     return {"location": problem.location, "message": problem.message, "kind": problem.kind}
 
 
-def document(result: ScanResult) -> dict[str, Any]:
-    """The whole JSON document, every string redacted (before encoding, so that escaping hides nothing)."""
+LISTS = ("findings", "timeline", "errors")
+"""The document's lists, after its head (schemaVersion, tool, source), in this order."""
+
+
+def _parts(result: ScanResult) -> tuple[dict[str, Any], dict[str, Iterator[Any]]]:
+    """The document's head and each of its lists item by item (made as they are read), every string redacted
+    (before encoding, so that escaping hides nothing)."""
     snap = result.snapshot
     cluster = snap.meta.get("cluster")
-    groups = group_ids(result.findings)
-    doc = {
+    head = {
         "schemaVersion": SCHEMA_VERSION,
         "tool": {"name": "argo-doctor", "version": __version__},
         "source": {
@@ -137,20 +130,55 @@ def document(result: ScanResult) -> dict[str, Any]:
             "logFiles": len(snap.log_files),
             "auditFiles": len(snap.audit_files),
         },
-        "findings": [{**finding_json(f), "group": groups.get(f.id)} for f in result.findings],
-        "timeline": [timeline_json(t) for t in result.timeline],
-        "errors": [problem_json(p) for p in result.problems],
     }
-    if not result.redacted:
-        return clean(doc, snap.scrubber)
-    # findings and errors hold the redacted strings as they are (ids, times and severities besides): not again; the
-    # timeline's texts are mostly theirs, which the scan's cleaning made already
-    done = clean({key: value for key, value in doc.items() if key not in ("findings", "errors")}, snap.scrubber,
-                 cache=result.cleaned)
-    return {key: done.get(key, value) for key, value in doc.items()}
+    # a redacted result's findings and errors hold the redacted strings as they are (ids, times and severities
+    # besides): not again; the timeline's texts are mostly theirs, which the scan's cleaning made already
+    cache = result.cleaned if result.redacted else {}
+
+    def cleaned(value: Any) -> Any:
+        return clean(value, snap.scrubber, cache=cache)
+
+    def done(value: Any) -> Any:
+        return value if result.redacted else cleaned(value)
+
+    groups = group_ids(result.findings)
+    return cleaned(head), {
+        "findings": (done({**finding_json(f), "group": groups.get(f.id)}) for f in result.findings),
+        "timeline": (cleaned(timeline_json(t)) for t in result.timeline),
+        "errors": (done(problem_json(p)) for p in result.problems),
+    }
+
+
+def document(result: ScanResult) -> dict[str, Any]:
+    """The whole JSON document, every string redacted."""
+    head, lists = _parts(result)
+    return {**head, **{key: list(lists[key]) for key in LISTS}}
+
+
+def _streamed(head: dict[str, Any], lists: dict[str, Iterator[Any]]) -> Iterator[bytes]:
+    """`_formatted` of the head with the lists after it, in pieces: an item of a list at a time (its lines
+    indented as the whole document's would be), so that a large report is never held whole."""
+    opened = _formatted(head)
+    yield opened[:opened.rindex(b"\n}")]
+    for key in LISTS:
+        yield b",\n  " + msgspec.json.encode(key) + b": "
+        first = True
+        for item in lists[key]:
+            yield (b"[\n    " if first else b",\n    ") + _formatted(item).replace(b"\n", b"\n    ")
+            first = False
+        yield b"[]" if first else b"\n  ]"
+    yield b"\n}"
 
 
 def render(result: ScanResult, out: IO[str], options: ReportOptions | None = None) -> None:
-    """Write the JSON document, pretty-printed."""
-    write(document(result), out)
-    out.write("\n")
+    """Write the JSON document, pretty-printed, a piece at a time (`_streamed`): the same text as `dumps` of
+    `document`."""
+    pending: list[bytes] = []
+    size = 0
+    for piece in _streamed(*_parts(result)):
+        pending.append(piece)
+        size += len(piece)
+        if size >= _WRITE_CHUNK:
+            out.write(b"".join(pending).decode())
+            pending, size = [], 0
+    out.write(b"".join(pending).decode() + "\n")

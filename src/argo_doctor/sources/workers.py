@@ -9,6 +9,7 @@ import os
 import pickle
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -85,33 +86,31 @@ class ForkFailed(Exception):
 
 
 class Forked(Generic[T]):
-    """`call()` running in a forked copy of this process, started as a pool's workers are (see `_start`), that sends
-    what it returns back pickled through a pipe. A context manager: leaving the block before `result` kills the
-    copy. Fork only while this thread is the process's only one (a lock held by another would stay held)."""
+    """`call()` running in a forked copy of this process, started as a pool's workers are (see `_start`), that writes
+    what it returns, pickled, to an unnamed temporary file and ends: it does not wait for this process to read it,
+    so that its pages are freed as soon as it is done (a page this process writes while the copy lives is copied).
+    A context manager: leaving the block before `result` kills the copy. Fork only while this thread is the
+    process's only one (a lock held by another would stay held)."""
 
     def __init__(self, call: Callable[[], T]) -> None:
         parent = os.getpid()
-        read, write = os.pipe()
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by result or __exit__)
         try:
             pid = fork_deaf()
         except OSError:
-            os.close(read)
-            os.close(write)
+            self._file.close()
             raise
         if pid == 0:
             code = 1
             try:
-                os.close(read)
                 _start(parent)
                 data = pickle.dumps(call(), pickle.HIGHEST_PROTOCOL)
-                with open(write, "wb") as pipe:
-                    pipe.write(data)
+                with open(self._file.fileno(), "wb", closefd=False) as out:
+                    out.write(data)
                 code = 0
             finally:
                 os._exit(code)  # no exit handlers, no flush of buffers the parent also holds; exceptions: code 1
-        os.close(write)
         self._pid: int | None = pid
-        self._pipe = open(read, "rb")  # noqa: SIM115 (closed by result or __exit__)
 
     @property
     def pid(self) -> int | None:
@@ -126,15 +125,19 @@ class Forked(Generic[T]):
             with contextlib.suppress(ProcessLookupError):  # ended and reaped already (SIGCHLD ignored)
                 os.kill(self._pid, signal.SIGKILL)
             self._reap()
+        self._file.close()
 
     def result(self) -> T:
         """What the call returned; ForkFailed when its process ended without sending it."""
         try:
-            data = self._pipe.read()
+            status = self._reap()
+            self._file.seek(0)
+            data = self._file.read()
         except BaseException:  # e.g. KeyboardInterrupt: leave no copy running
             self.__exit__()
             raise
-        status = self._reap()
+        finally:
+            self._file.close()
         if status is not None and status != 0:
             raise ForkFailed(f"the forked process ended with status {status}")
         try:  # a status unknown (reaped by the system): only a whole pickle, written last, is a result
@@ -143,13 +146,14 @@ class Forked(Generic[T]):
             raise ForkFailed(f"the forked process sent no result: {exc!r}") from exc
 
     def _reap(self) -> int | None:
-        """Close the pipe and wait for the process; its exit code, None when the system reaped it already (a parent
-        that ignores SIGCHLD passes that on to this process)."""
-        self._pipe.close()
-        pid, self._pid = self._pid, None
-        if pid is None:
+        """Wait for the process; its exit code, None when the system reaped it already (a parent that ignores
+        SIGCHLD passes that on to this process). Interrupted, the process is still this object's to kill."""
+        if self._pid is None:
             return None
         try:
-            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            status = os.waitpid(self._pid, 0)[1]
         except ChildProcessError:
+            self._pid = None
             return None
+        self._pid = None
+        return os.waitstatus_to_exitcode(status)
