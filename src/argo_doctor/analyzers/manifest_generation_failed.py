@@ -62,12 +62,16 @@ class _Timeouts:
             return None
 
 
+EXEC_TRACES = ("argocd.exec-trace", "argocd.exec-trace-kustomize")
+"""The repo-server's traces of a helm or kustomize run (one signature per tool: one literal needle each)."""
+
+
 class ManifestGenerationFailed(Analyzer):
     """Applications whose manifests the repo-server cannot generate."""
 
     id = "manifest-generation-failed"
     title = "Manifests cannot be generated"
-    signatures = ("argocd.exec-timeout", "argocd.exec-trace", "argocd.helm-template")
+    signatures = ("argocd.exec-timeout", *EXEC_TRACES, "argocd.helm-template")
     needs = Needs(frozenset({"argoproj.io/Application"}), metrics=True)
 
     def __init__(self) -> None:
@@ -85,9 +89,9 @@ class ManifestGenerationFailed(Analyzer):
         release = RELEASE.search(record.raw)
         if record.file.previous and release is not None:
             renders = self._renders[record.file.pod]
-            renders.append((release.group(1), record, signature.id == "argocd.exec-trace"))
+            renders.append((release.group(1), record, signature.id in EXEC_TRACES))
             del renders[:-MAX_RENDERS]
-        if signature.id != "argocd.exec-trace":
+        if signature.id not in EXEC_TRACES:
             return
         try:
             took = float(record.fields.get("time_ms") or "") / 1000
