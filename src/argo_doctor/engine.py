@@ -227,8 +227,7 @@ the copy, 0.45–0.54 s without; of 90 objects, 41 ms against 35)."""
 SPLIT_MAX_OBJECTS = 100_000
 """The size of snapshot above which they run here by default: every page that either process writes while the copy
 lives is copied, and the rules on both sides read most objects, so the copy costs memory in proportion to the
-snapshot (about 1 KiB an object) for a few percent of the time (on 450,812 objects: 1,386 MiB of PSS in all
-against 1,173 MiB)."""
+snapshot (about 1 KiB an object on the bench bundles) for a few percent of the time."""
 
 
 @dataclass

@@ -11,7 +11,7 @@ resources older than `min-minutes`, and says when the input cannot tell.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import ClassVar
 
@@ -59,51 +59,55 @@ class ProgressingForever(Analyzer):
             if app.meta.get("deletionTimestamp"):
                 continue
             for _, obj in ctx.snap.app_resources(app):
-                if obj is None or not _may_stall(obj) or obj.created is None or (
+                explain = None if obj is None else _explainer(obj)
+                if obj is None or explain is None or obj.created is None or (
                         now - obj.created).total_seconds() / 60 < least:
                     continue
                 health = ctx.health.assess(obj.raw)
                 if health is None or health.status != HealthStatus.PROGRESSING:
                     continue
-                why = _why(ctx, obj)
+                why = explain(ctx, obj)
                 if why is not None:
                     yield _finding(ctx, app, obj, why, now)
 
 
-def _may_stall(obj: Obj) -> bool:
-    """Whether `_why` may name a cause for the object (its kind or group alone tells): asked before its health, whose
-    assessment of every managed resource would be most of the rule's time."""
+Why = tuple[str, str, bool]
+"""What is missing, the fix, and whether the input shows it for certain (False: the likely cause)."""
+
+
+def _explainer(obj: Obj) -> Callable[[Context, Obj], Why | None] | None:
+    """What names the missing piece for the object's kind, None for a kind it never can: asked before its health,
+    whose assessment of every managed resource would be most of the rule's time."""
     if obj.kind == "Ingress" and obj.group == "networking.k8s.io":
-        return True
-    if obj.kind in ("Service", "PersistentVolumeClaim") and not obj.group:
-        return True
-    return "." in obj.group and not obj.group.endswith(K8S_GROUPS)
-
-
-def _why(ctx: Context, obj: Obj) -> tuple[str, str, bool] | None:
-    """What is missing, the fix, and whether the input shows it for certain (False: the likely cause)."""
-    if obj.kind == "Ingress" and obj.group == "networking.k8s.io" and not _addresses(obj):
-        return _ingress(ctx, obj)
-    spec = mapping(obj.raw.get("spec"))
-    if obj.kind == "Service" and not obj.group and spec.get("type") == "LoadBalancer" and not _addresses(obj):
-        failed = [e for e in ctx.snap.warnings_about({obj.ref}) if "LoadBalancer" in e.reason]
-        if failed:
-            return (f"the load-balancer controller refuses it: {' '.join(failed[-1].message.split())}",
-                    "Fix what the Event names (annotations, subnets, quotas), or make the Service a ClusterIP behind "
-                    "an Ingress.", True)
-        return ("no load-balancer controller has given it an address (no Event from one either): on a cluster "
-                "without a cloud provider, a controller such as MetalLB must be installed",
-                "Install or fix the load-balancer controller, or change the Service's type.", False)
-    if obj.kind == "PersistentVolumeClaim" and not obj.group and obj.status.get("phase") == "Pending":
-        return _claim(ctx, obj)
-    if "." in obj.group and not obj.group.endswith(K8S_GROUPS) and not obj.status:
-        return _custom(ctx, obj)
+        return _ingress
+    if obj.kind == "Service" and not obj.group:
+        return _load_balancer
+    if obj.kind == "PersistentVolumeClaim" and not obj.group:
+        return _claim
+    if "." in obj.group and not obj.group.endswith(K8S_GROUPS):
+        return _custom
     return None
 
 
-def _custom(ctx: Context, obj: Obj) -> tuple[str, str, bool] | None:
+def _load_balancer(ctx: Context, obj: Obj) -> Why | None:
+    """A LoadBalancer Service without an address."""
+    if mapping(obj.raw.get("spec")).get("type") != "LoadBalancer" or _addresses(obj):
+        return None
+    failed = [e for e in ctx.snap.warnings_about({obj.ref}) if "LoadBalancer" in e.reason]
+    if failed:
+        return (f"the load-balancer controller refuses it: {' '.join(failed[-1].message.split())}",
+                "Fix what the Event names (annotations, subnets, quotas), or make the Service a ClusterIP behind "
+                "an Ingress.", True)
+    return ("no load-balancer controller has given it an address (no Event from one either): on a cluster "
+            "without a cloud provider, a controller such as MetalLB must be installed",
+            "Install or fix the load-balancer controller, or change the Service's type.", False)
+
+
+def _custom(ctx: Context, obj: Obj) -> Why | None:
     """A custom resource without any status: its controller never looked at it. Only said when no workload of the
     input is named after the group's project (then at low severity: a controller may run elsewhere)."""
+    if obj.status:
+        return None
     words = {w for w in obj.group.split(".")[:-1] if len(w) > 3 and w not in GENERIC_WORDS}
     workloads = [w for kind in ("Deployment", "StatefulSet", "DaemonSet")
                  for w in ctx.snap.of_kind(kind, "apps")]
@@ -121,7 +125,10 @@ def _addresses(obj: Obj) -> list[object]:
     return as_list(mapping(obj.status.get("loadBalancer")).get("ingress"))
 
 
-def _ingress(ctx: Context, ingress: Obj) -> tuple[str, str, bool] | None:
+def _ingress(ctx: Context, ingress: Obj) -> Why | None:
+    """An Ingress without an address: the class it asks for, or that class's controller, is missing."""
+    if _addresses(ingress):
+        return None
     spec = mapping(ingress.raw.get("spec"))
     wanted = str(spec.get("ingressClassName") or ingress.annotations.get(INGRESS_CLASS_ANNOTATION) or "")
     if not holds(ctx.snap, "IngressClass", "", "networking.k8s.io"):
@@ -153,7 +160,10 @@ def _ingress(ctx: Context, ingress: Obj) -> tuple[str, str, bool] | None:
             f"Install or start the {controller} controller, or choose another class in Git.", False)
 
 
-def _claim(ctx: Context, claim: Obj) -> tuple[str, str, bool] | None:
+def _claim(ctx: Context, claim: Obj) -> Why | None:
+    """A claim still Pending: its StorageClass, or a consumer that never came."""
+    if claim.status.get("phase") != "Pending":
+        return None
     waiting = [e for e in ctx.snap.events_about(claim.kind, claim.name) if e.reason == "WaitForFirstConsumer"
                and e.involved is not None and e.involved.namespace == claim.namespace]
     failed = [e for e in ctx.snap.warnings_about({claim.ref}) if e.reason == "ProvisioningFailed"]
@@ -179,7 +189,7 @@ def _claim(ctx: Context, claim: Obj) -> tuple[str, str, bool] | None:
     return None
 
 
-def _finding(ctx: Context, app: Obj, obj: Obj, why: tuple[str, str, bool], now: datetime) -> Finding:
+def _finding(ctx: Context, app: Obj, obj: Obj, why: Why, now: datetime) -> Finding:
     missing, fix, certain = why
     created = obj.created
     since = "" if created is None else f" for {age((now - created).total_seconds() / 60)}"
